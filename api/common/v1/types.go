@@ -1,0 +1,66 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// BundleReference selects the template bundle that renders an object.
+// With neither field set, the built-in default bundle for the object is used.
+// +kubebuilder:validation:XValidation:rule="!(has(self.name) && has(self.configMapRef))",message="set either name or configMapRef, not both"
+type BundleReference struct {
+	// Name of a bundle known to the manager: a built-in bundle or one loaded
+	// from the manager's --bundle-dir.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`
+	// +optional
+	Name string `json:"name,omitempty"`
+
+	// ConfigMapRef names a ConfigMap, in the namespace of the object that
+	// uses the bundle, whose data keys are the bundle's files (Chart.yaml,
+	// values.yaml, templates/<file>, with "/" written as "__" in keys).
+	// +optional
+	ConfigMapRef *corev1.LocalObjectReference `json:"configMapRef,omitempty"`
+}
+
+// ResourceInventory lists the objects a delivery sink holds for an owner.
+type ResourceInventory struct {
+	// Entries of the inventory, sorted by ID.
+	// +optional
+	Entries []ResourceRef `json:"entries,omitempty"`
+}
+
+// ResourceRef identifies one delivered object.
+type ResourceRef struct {
+	// ID is "<namespace>_<name>_<group>_<kind>", as in Flux's inventories.
+	// +required
+	ID string `json:"id"`
+
+	// Version is the API version of the object.
+	// +required
+	Version string `json:"v"`
+}
+
+// DeliveryStatus reports what the delivery sink last did for an owner.
+type DeliveryStatus struct {
+	// Mode is the sink that delivered the objects: direct or git.
+	// +optional
+	Mode string `json:"mode,omitempty"`
+
+	// Digest is a hash of the last rendered object set.
+	// +optional
+	Digest string `json:"digest,omitempty"`
+
+	// Revision is the Git commit that holds the objects, in Git mode.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// LastDeliveredTime is when the object set last changed in the sink.
+	// +optional
+	LastDeliveredTime *metav1.Time `json:"lastDeliveredTime,omitempty"`
+
+	// Inventory of the objects held for the owner.
+	// +optional
+	Inventory *ResourceInventory `json:"inventory,omitempty"`
+}

@@ -1,0 +1,24 @@
+package v1
+
+// Colony condition types.
+const (
+	// ClustersReadyCondition reports how many of the Colony's clusters are ready.
+	ClustersReadyCondition = "ClustersReady"
+	// KubeconfigsReadyCondition reports the aggregated kubeconfig Secret.
+	KubeconfigsReadyCondition = "KubeconfigsReady"
+	// GPUInventoryReadyCondition reports the last GPU inventory scan.
+	GPUInventoryReadyCondition = "GPUInventoryReady"
+)
+
+// Colony condition reasons.
+const (
+	AllClustersReadyReason    = "AllClustersReady"
+	NotAllClustersReadyReason = "NotAllClustersReady"
+	ClusterEnsureFailedReason = "ClusterEnsureFailed"
+	ClusterFailedReason       = "ClusterFailed"
+	InvalidClusterSpecReason  = "InvalidClusterSpec"
+	KubeconfigMissingReason   = "KubeconfigMissing"
+	ChildUnreachableReason    = "ChildUnreachable"
+	InventoryScannedReason    = "InventoryScanned"
+	ScanFailedReason          = "ScanFailed"
+)

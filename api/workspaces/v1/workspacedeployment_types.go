@@ -1,0 +1,318 @@
+package v1
+
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+)
+
+// WorkspaceDeploymentFinalizer orders a workspace's deletion. It is the
+// exalsius operator's name, so workspaces move between the two controllers.
+const WorkspaceDeploymentFinalizer = "workspaces.exalsius.ai/deployment"
+
+// ClusterDeploymentReference points at the k0rdent ClusterDeployment that
+// hosts a workspace.
+type ClusterDeploymentReference struct {
+	// Name of the ClusterDeployment.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// Namespace of the ClusterDeployment; the workspace's namespace when unset.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// ValuesReference takes Helm values from a Secret or ConfigMap in the
+// workspace's namespace. Values from a Secret never appear inline in the
+// ServiceSet.
+type ValuesReference struct {
+	// Kind of the object: Secret or ConfigMap.
+	// +required
+	// +kubebuilder:validation:Enum=Secret;ConfigMap
+	Kind string `json:"kind"`
+
+	// Name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+
+	// ValuesKey is the data key holding the values; values.yaml when unset.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[\-._a-zA-Z0-9]+$`
+	// +optional
+	ValuesKey string `json:"valuesKey,omitempty"`
+
+	// TargetPath is a values path that receives the key's content verbatim,
+	// instead of merging it as a YAML document.
+	// +kubebuilder:validation:MaxLength=250
+	// +optional
+	TargetPath string `json:"targetPath,omitempty"`
+
+	// Optional tolerates a missing object or key.
+	// +optional
+	Optional bool `json:"optional,omitempty"`
+}
+
+// WorkspaceDeploymentSpec asks for one workspace of a class on one cluster.
+type WorkspaceDeploymentSpec struct {
+	// WorkspaceClassRef is the name of the WorkspaceClass, pinned exactly.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	WorkspaceClassRef string `json:"workspaceClassRef"`
+
+	// ClusterDeploymentRef is the target child cluster.
+	// +required
+	ClusterDeploymentRef ClusterDeploymentReference `json:"clusterDeploymentRef"`
+
+	// Resources override the class's default resources field by field.
+	// +optional
+	Resources *WorkspaceResourceSpec `json:"resources,omitempty"`
+
+	// Values are Helm values merged over the class's defaultValues.
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +optional
+	Values *apiextensionsv1.JSON `json:"values,omitempty"`
+
+	// ValuesFrom takes further values from Secrets and ConfigMaps, merged
+	// over values in order.
+	// +kubebuilder:validation:MaxItems=16
+	// +optional
+	ValuesFrom []ValuesReference `json:"valuesFrom,omitempty"`
+
+	// Suspend stops the reconciliation of the workspace; deletion still proceeds.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+}
+
+// WorkspacePhase summarises the lifecycle of a workspace.
+// +kubebuilder:validation:Enum=Pending;InstallingPrerequisites;Waiting;Deploying;Running;Failed;Deleting
+type WorkspacePhase string
+
+// Workspace phases.
+const (
+	PhasePending                 WorkspacePhase = "Pending"
+	PhaseInstallingPrerequisites WorkspacePhase = "InstallingPrerequisites"
+	PhaseWaiting                 WorkspacePhase = "Waiting"
+	PhaseDeploying               WorkspacePhase = "Deploying"
+	PhaseRunning                 WorkspacePhase = "Running"
+	PhaseFailed                  WorkspacePhase = "Failed"
+	PhaseDeleting                WorkspacePhase = "Deleting"
+)
+
+// PrerequisitePhase is the install state of a prerequisite.
+// +kubebuilder:validation:Enum=Pending;Installing;Satisfied;Failed
+type PrerequisitePhase string
+
+// Prerequisite phases.
+const (
+	PrerequisitePending    PrerequisitePhase = "Pending"
+	PrerequisiteInstalling PrerequisitePhase = "Installing"
+	PrerequisiteSatisfied  PrerequisitePhase = "Satisfied"
+	PrerequisiteFailed     PrerequisitePhase = "Failed"
+)
+
+// PrerequisiteSource says who provides a prerequisite.
+// +kubebuilder:validation:Enum=workspace;colony
+type PrerequisiteSource string
+
+// Prerequisite sources.
+const (
+	PrerequisiteSourceWorkspace PrerequisiteSource = "workspace"
+	PrerequisiteSourceColony    PrerequisiteSource = "colony"
+)
+
+// PrerequisiteStatus is the state of one prerequisite on the target cluster.
+type PrerequisiteStatus struct {
+	// Name of the ServiceTemplate.
+	Name string `json:"name"`
+	// +optional
+	Phase PrerequisitePhase `json:"phase,omitempty"`
+	// +optional
+	Source PrerequisiteSource `json:"source,omitempty"`
+	// Namespace where the prerequisite lives on the child cluster.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// FeasibilityStatus compares a workspace's demand with the free capacity of
+// its cluster. It is for observability only.
+type FeasibilityStatus struct {
+	Fits        bool           `json:"fits"`
+	EvaluatedAt metav1.Time    `json:"evaluatedAt"`
+	Demanded    ResourceTotals `json:"demanded"`
+	Available   ResourceTotals `json:"available"`
+	// +optional
+	Missing *ResourceTotals `json:"missing,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// AccessEntry is a resolved access endpoint of a workspace.
+type AccessEntry struct {
+	// +required
+	Name string `json:"name"`
+	// +required
+	Protocol AccessProtocol `json:"protocol"`
+	// URL of the endpoint; empty while it cannot be resolved.
+	// +optional
+	URL string `json:"url,omitempty"`
+	// Ready is true when the route is programmed.
+	Ready bool `json:"ready"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// ServiceSetSnapshot records the state of a workspace's ServiceSet.
+type ServiceSetSnapshot struct {
+	Name     string `json:"name"`
+	Deployed bool   `json:"deployed"`
+	// +optional
+	Services []ServiceSnapshot `json:"services,omitempty"`
+}
+
+// ServiceSnapshot records the state of one service of a ServiceSet.
+type ServiceSnapshot struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// +optional
+	FailureMessage string `json:"failureMessage,omitempty"`
+}
+
+// EventSnapshot records one event of a workspace.
+type EventSnapshot struct {
+	// +optional
+	LastSeen metav1.Time `json:"lastSeen,omitempty"`
+	// +optional
+	Type string `json:"type,omitempty"`
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// FailureContext is what was seen when a workspace failed.
+type FailureContext struct {
+	// PhaseWhenFailed is the phase the workspace was in.
+	// +optional
+	PhaseWhenFailed WorkspacePhase `json:"phaseWhenFailed,omitempty"`
+	// Reason mirrors the failing condition's reason.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// ServiceSetStatus is a snapshot of the workspace's ServiceSet.
+	// +optional
+	ServiceSetStatus *ServiceSetSnapshot `json:"serviceSetStatus,omitempty"`
+	// RecentEvents are the newest events of the workspace, at most five.
+	// +kubebuilder:validation:MaxItems=5
+	// +optional
+	RecentEvents []EventSnapshot `json:"recentEvents,omitempty"`
+}
+
+// WorkspaceDeploymentStatus is the observed state of a WorkspaceDeployment.
+type WorkspaceDeploymentStatus struct {
+	// Phase summarises the workspace's lifecycle.
+	// +optional
+	Phase WorkspacePhase `json:"phase,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled and the domain conditions.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// ObservedGeneration is the last generation the controller acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// ServiceEntryName is the Helm release and ServiceSet entry name.
+	// +optional
+	ServiceEntryName string `json:"serviceEntryName,omitempty"`
+
+	// ResolvedResources are the effective resources after the merge.
+	// +optional
+	ResolvedResources *WorkspaceResourceSpec `json:"resolvedResources,omitempty"`
+
+	// Prerequisites reports each prerequisite of the class.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Prerequisites []PrerequisiteStatus `json:"prerequisites,omitempty"`
+
+	// Feasibility compares the demand with the cluster's free capacity.
+	// +optional
+	Feasibility *FeasibilityStatus `json:"feasibility,omitempty"`
+
+	// Access lists the workspace's resolved endpoints.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	Access []AccessEntry `json:"access,omitempty"`
+
+	// FailureContext is what was seen when the workspace failed.
+	// +optional
+	FailureContext *FailureContext `json:"failureContext,omitempty"`
+
+	// Message is a human-readable detail of the phase.
+	// +optional
+	Message string `json:"message,omitempty"`
+
+	// Delivery reports the objects delivered for the workspace.
+	// +optional
+	Delivery *commonv1.DeliveryStatus `json:"delivery,omitempty"`
+
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
+	// annotation value the controller handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:shortName=wsd
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Class",type=string,JSONPath=`.spec.workspaceClassRef`
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterDeploymentRef.name`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.access[0].url`
+// +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 60",message="workspace name must be at most 60 characters: it becomes the ws-<name> namespace on the child cluster"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="workspace name must be a lowercase DNS-1123 label (a-z, 0-9, '-'): it becomes the ws-<name> namespace and a host name"
+
+// WorkspaceDeployment asks for one instance of a WorkspaceClass on one k0rdent
+// ClusterDeployment.
+type WorkspaceDeployment struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   WorkspaceDeploymentSpec   `json:"spec"`
+	Status WorkspaceDeploymentStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the workspace's status conditions.
+func (in *WorkspaceDeployment) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the workspace's status conditions.
+func (in *WorkspaceDeployment) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// +kubebuilder:object:root=true
+
+// WorkspaceDeploymentList is a list of WorkspaceDeployments.
+type WorkspaceDeploymentList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []WorkspaceDeployment `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&WorkspaceDeployment{}, &WorkspaceDeploymentList{})
+}

@@ -1,0 +1,135 @@
+// Package manager builds and runs Apiary's controller manager: the scheme,
+// caches, health and readiness probes, leader election, and the controllers,
+// each registered once the kinds it watches are served.
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/apiaryhq/apiary/internal/preflight"
+	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
+)
+
+// Options configure the manager. main.go binds them to flags.
+type Options struct {
+	// RestConfig reaches the management cluster.
+	RestConfig *rest.Config
+	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
+	MetricsBindAddress string
+	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
+	HealthProbeBindAddress string
+	// LeaderElection makes one replica active at a time.
+	LeaderElection bool
+	// LeaderElectionID names the lease.
+	LeaderElectionID string
+	// LeaderElectionNamespace holds the lease; the in-cluster namespace when empty.
+	LeaderElectionNamespace string
+	// Concurrency is the number of workers per controller.
+	Concurrency Concurrency
+	// CRDCheckInterval is how often missing kinds are looked for; 10s when zero.
+	CRDCheckInterval time.Duration
+	// Logger is the root logger.
+	Logger logr.Logger
+}
+
+// Concurrency is the number of workers of each controller.
+type Concurrency struct {
+	Colony              int
+	WorkspaceClass      int
+	WorkspaceDeployment int
+}
+
+// DefaultConcurrency is the number of workers each controller runs by default.
+var DefaultConcurrency = Concurrency{Colony: 4, WorkspaceClass: 2, WorkspaceDeployment: 8}
+
+// controllerSetup registers one controller once the kinds it watches are served.
+type controllerSetup struct {
+	name     string
+	requires []schema.GroupVersionKind
+	setup    func(mgr ctrl.Manager, opts Options) error
+}
+
+// Run starts the manager and blocks until ctx ends or the manager fails.
+func Run(ctx context.Context, opts Options) error {
+	mgr, gates, err := New(opts)
+	if err != nil {
+		return err
+	}
+	_ = gates
+	opts.Logger.Info("starting manager")
+	if err := mgr.Start(ctx); err != nil {
+		return fmt.Errorf("running manager: %w", err)
+	}
+	return nil
+}
+
+// New builds the manager with its probes and controller gates, without starting it.
+func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
+	if opts.RestConfig == nil {
+		return nil, nil, errors.New("no REST config")
+	}
+	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
+		Scheme:                        apiaryscheme.New(),
+		Logger:                        opts.Logger,
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		LeaderElection:                opts.LeaderElection,
+		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+		return nil, nil, fmt.Errorf("adding health check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("cache-sync", cacheSynced(mgr)); err != nil {
+		return nil, nil, fmt.Errorf("adding readiness check: %w", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(opts.RestConfig)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
+	}
+	var gates []*preflight.Gate
+	for _, c := range controllers() {
+		g := &preflight.Gate{
+			Name:      c.name,
+			Discovery: dc,
+			Required:  c.requires,
+			Setup:     func() error { return c.setup(mgr, opts) },
+			Interval:  opts.CRDCheckInterval,
+			Log:       opts.Logger.WithName("preflight"),
+		}
+		if err := mgr.Add(g); err != nil {
+			return nil, nil, fmt.Errorf("adding gate for %s: %w", c.name, err)
+		}
+		gates = append(gates, g)
+	}
+	return mgr, gates, nil
+}
+
+// cacheSynced is a readiness check that passes once the manager's informer
+// caches have synced.
+func cacheSynced(mgr ctrl.Manager) func(*http.Request) error {
+	return func(req *http.Request) error {
+		ctx, cancel := context.WithTimeout(req.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches have not synced")
+		}
+		return nil
+	}
+}

@@ -1,0 +1,58 @@
+// Command apiary runs the Apiary controller manager. `apiary sandbox` runs it
+// against an embedded local control plane; `apiary render` prints offline what
+// Apiary would deliver.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/sandbox"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
+		os.Exit(sandbox.Main(os.Args[2:]))
+	}
+
+	opts := manager.Options{Concurrency: manager.DefaultConcurrency}
+	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080",
+		"The address the metrics endpoint binds to; 0 disables it.")
+	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+		"The address the /healthz and /readyz probes bind to.")
+	flag.BoolVar(&opts.LeaderElection, "leader-elect", false,
+		"Enable leader election, so that only one replica is active at a time.")
+	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", "apiary.infra.exalsius.ai",
+		"The name of the leader-election lease.")
+	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
+		"The namespace of the leader-election lease; the manager's namespace when empty.")
+	flag.IntVar(&opts.Concurrency.Colony, "colony-concurrency", opts.Concurrency.Colony,
+		"The number of Colony workers.")
+	flag.IntVar(&opts.Concurrency.WorkspaceClass, "workspaceclass-concurrency", opts.Concurrency.WorkspaceClass,
+		"The number of WorkspaceClass workers.")
+	flag.IntVar(&opts.Concurrency.WorkspaceDeployment, "workspacedeployment-concurrency", opts.Concurrency.WorkspaceDeployment,
+		"The number of WorkspaceDeployment workers.")
+	flag.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
+		"How often to look for k0rdent's CRDs while they are missing (default 10s).")
+	zapOpts := zap.Options{}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+
+	opts.Logger = zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(opts.Logger)
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "apiary: loading kubeconfig: %v\n", err)
+		os.Exit(1)
+	}
+	opts.RestConfig = cfg
+	if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+		opts.Logger.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}
