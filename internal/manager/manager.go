@@ -42,6 +42,9 @@ type Options struct {
 	CRDCheckInterval time.Duration
 	// Logger is the root logger.
 	Logger logr.Logger
+
+	// controllers overrides the registered controllers, for tests.
+	controllers []controllerSetup
 }
 
 // Concurrency is the number of workers of each controller.
@@ -63,11 +66,10 @@ type controllerSetup struct {
 
 // Run starts the manager and blocks until ctx ends or the manager fails.
 func Run(ctx context.Context, opts Options) error {
-	mgr, gates, err := New(opts)
+	mgr, _, err := New(opts)
 	if err != nil {
 		return err
 	}
-	_ = gates
 	opts.Logger.Info("starting manager")
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running manager: %w", err)
@@ -103,8 +105,12 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
 	}
+	setups := opts.controllers
+	if setups == nil {
+		setups = controllers()
+	}
 	var gates []*preflight.Gate
-	for _, c := range controllers() {
+	for _, c := range setups {
 		g := &preflight.Gate{
 			Name:      c.name,
 			Discovery: dc,

@@ -41,6 +41,7 @@ type Environment struct {
 
 type options struct {
 	crdDirs      []string
+	withApiary   bool
 	withK0rdent  bool
 	startTimeout time.Duration
 }
@@ -52,6 +53,11 @@ type Option func(*options)
 // a management cluster where k0rdent is not installed yet.
 func WithoutK0rdentCRDs() Option { return func(o *options) { o.withK0rdent = false } }
 
+// Bare starts a control plane without any CRD, as a child cluster is.
+func Bare() Option {
+	return func(o *options) { o.withApiary, o.withK0rdent = false, false }
+}
+
 // WithCRDDirs installs the CRDs of further directories, relative to the
 // repository root when not absolute.
 func WithCRDDirs(dirs ...string) Option {
@@ -60,12 +66,15 @@ func WithCRDDirs(dirs ...string) Option {
 
 // Start starts a control plane with Apiary's CRDs installed.
 func Start(opts ...Option) (*Environment, error) {
-	o := options{withK0rdent: true, startTimeout: 90 * time.Second}
+	o := options{withApiary: true, withK0rdent: true, startTimeout: 90 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	root := RepoRoot()
-	dirs := []string{filepath.Join(root, "config", "crd", "bases")}
+	var dirs []string
+	if o.withApiary {
+		dirs = append(dirs, filepath.Join(root, "config", "crd", "bases"))
+	}
 	if o.withK0rdent {
 		dirs = append(dirs, filepath.Join(root, "test", "crds", "k0rdent"))
 	}
@@ -118,7 +127,7 @@ func (e *Environment) AddUser(name string, groups ...string) (*rest.Config, erro
 	return u.Config(), nil
 }
 
-// KubeconfigFor returns a kubeconfig that reaches the control plane as an administrator.
+// Kubeconfig returns a kubeconfig that reaches the control plane as an administrator.
 func (e *Environment) Kubeconfig() ([]byte, error) {
 	u, err := e.env.ControlPlane.AddUser(envtest.User{Name: "apiary-admin", Groups: []string{"system:masters"}}, e.Config)
 	if err != nil {
