@@ -1,0 +1,137 @@
+package render
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template/parse"
+)
+
+// forbiddenFuncs are template functions a bundle may not call: lookup reads
+// the cluster, the others give a different output at every render, which
+// would change the objects (and the Git commits) for the same input.
+var forbiddenFuncs = map[string]string{
+	"lookup":                   "bundles cannot read the cluster",
+	"now":                      "it changes at every render",
+	"ago":                      "it changes at every render",
+	"randAlpha":                "it changes at every render",
+	"randAlphaNum":             "it changes at every render",
+	"randAscii":                "it changes at every render",
+	"randNumeric":              "it changes at every render",
+	"randBytes":                "it changes at every render",
+	"randInt":                  "it changes at every render",
+	"shuffle":                  "it changes at every render",
+	"uuidv4":                   "it changes at every render",
+	"bcrypt":                   "it changes at every render",
+	"htpasswd":                 "it changes at every render",
+	"encryptAES":               "it changes at every render",
+	"genPrivateKey":            "it changes at every render",
+	"genCA":                    "it changes at every render",
+	"genCAWithKey":             "it changes at every render",
+	"genSelfSignedCert":        "it changes at every render",
+	"genSelfSignedCertWithKey": "it changes at every render",
+	"genSignedCert":            "it changes at every render",
+	"genSignedCertWithKey":     "it changes at every render",
+	"getHostByName":            "bundles cannot use the network",
+}
+
+// checkTemplate parses one template file and refuses syntax errors and
+// forbidden functions, naming the file and line.
+func checkTemplate(bundle, file, text string) error {
+	trees := map[string]*parse.Tree{}
+	t := parse.New(file)
+	t.Mode = parse.SkipFuncCheck
+	if _, err := t.Parse(text, "", "", trees); err != nil {
+		line, msg := parseErrorLocation(err.Error())
+		return newError(bundle, ReasonTemplate, file, line, fmt.Errorf("%s", msg))
+	}
+	// Report the first forbidden call in the file, whatever tree holds it.
+	var found *parse.IdentifierNode
+	for _, tree := range trees {
+		if tree.Root == nil {
+			continue
+		}
+		walkNodes(tree.Root, func(n parse.Node) {
+			id, ok := n.(*parse.IdentifierNode)
+			if !ok {
+				return
+			}
+			if _, bad := forbiddenFuncs[id.Ident]; bad && (found == nil || id.Pos < found.Pos) {
+				found = id
+			}
+		})
+	}
+	if found != nil {
+		line := 1 + strings.Count(text[:min(int(found.Pos), len(text))], "\n")
+		return newError(bundle, ReasonTemplate, file, line,
+			fmt.Errorf("function %q is not allowed: %s", found.Ident, forbiddenFuncs[found.Ident]))
+	}
+	return nil
+}
+
+// walkNodes calls fn on n and every node below it.
+func walkNodes(n parse.Node, fn func(parse.Node)) {
+	if n == nil {
+		return
+	}
+	fn(n)
+	switch t := n.(type) {
+	case *parse.ListNode:
+		if t == nil {
+			return
+		}
+		for _, c := range t.Nodes {
+			walkNodes(c, fn)
+		}
+	case *parse.ActionNode:
+		walkPipe(t.Pipe, fn)
+	case *parse.IfNode:
+		walkBranch(&t.BranchNode, fn)
+	case *parse.RangeNode:
+		walkBranch(&t.BranchNode, fn)
+	case *parse.WithNode:
+		walkBranch(&t.BranchNode, fn)
+	case *parse.TemplateNode:
+		walkPipe(t.Pipe, fn)
+	case *parse.PipeNode:
+		walkPipe(t, fn)
+	case *parse.CommandNode:
+		for _, a := range t.Args {
+			walkNodes(a, fn)
+		}
+	case *parse.ChainNode:
+		walkNodes(t.Node, fn)
+	}
+}
+
+func walkBranch(b *parse.BranchNode, fn func(parse.Node)) {
+	walkPipe(b.Pipe, fn)
+	if b.List != nil {
+		walkNodes(b.List, fn)
+	}
+	if b.ElseList != nil {
+		walkNodes(b.ElseList, fn)
+	}
+}
+
+func walkPipe(p *parse.PipeNode, fn func(parse.Node)) {
+	if p == nil {
+		return
+	}
+	for _, c := range p.Cmds {
+		walkNodes(c, fn)
+	}
+}
+
+var parseLocRE = regexp.MustCompile(`^template: [^:]*:(\d+):\s*(.*)$`)
+
+// parseErrorLocation splits a text/template parse error
+// ("template: NAME:LINE: MSG") into its line and message.
+func parseErrorLocation(msg string) (int, string) {
+	if m := parseLocRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		return line, m[2]
+	}
+	return 0, msg
+}

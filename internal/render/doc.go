@@ -1,0 +1,32 @@
+// Package render renders Apiary's template bundles into Kubernetes objects.
+//
+// A bundle is a small Helm chart: Chart.yaml, values.yaml, an optional
+// values.schema.json and templates/, rendered with Helm's template engine
+// (sprig functions, include, tpl, required, fail, toYaml, .Files). Built-in
+// bundles are embedded from the repository's templates/ folder; users add
+// their own in the manager's bundle directory (one folder per bundle, see
+// NewRegistry) or in a ConfigMap whose keys are the file paths with "/"
+// written as "__" (templates__cd.yaml, see LoadFiles).
+//
+// Rendering is pure: no lookup (it fails), no DNS, no network, no file
+// outside the bundle, fixed .Capabilities. Functions whose result changes at
+// every call (now, rand*, uuidv4, gen* certificates, ...) are refused when a
+// bundle is loaded, so the same Request always gives the same bytes.
+//
+// Templates see:
+//
+//	.Values        values.yaml, with Request.Values merged over it (MergeValues)
+//	.Input         the bundle's documented input (Request.Input)
+//	.Release       Name, Namespace, IsInstall (true), IsUpgrade (false),
+//	               Revision (1), Service ("Apiary")
+//	.Chart         Chart.yaml
+//	.Capabilities  Helm's defaults for this binary; no cluster is asked
+//	.Files         the bundle's other files
+//
+// Each rendered document must be a Kubernetes object with apiVersion, kind
+// and metadata.name (labels and annotations strings); empty documents are
+// dropped, NOTES.txt and files whose name starts with "_" are not rendered,
+// and an object rendered twice is an error. Output sorts the objects and
+// prints them as stable YAML, so Git commits of the output never churn.
+// Every failure is an *Error naming the bundle, the file and the line.
+package render
