@@ -1,0 +1,357 @@
+package delivery
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+)
+
+// DefaultFieldManager is the server-side apply field manager of the direct sink.
+const DefaultFieldManager = "apiary"
+
+// DirectOptions configure the direct sink.
+type DirectOptions struct {
+	// FieldManager is the server-side apply field manager; DefaultFieldManager
+	// when empty.
+	FieldManager string
+	// Scheme decides which kinds are read as typed objects (and so through
+	// the same informers as the rest of the manager); the client's scheme
+	// when nil.
+	Scheme *runtime.Scheme
+}
+
+// Direct is the sink that applies objects to the cluster with server-side
+// apply. It is safe for concurrent use by several owners.
+type Direct struct {
+	client       client.Client
+	apiReader    client.Reader
+	scheme       *runtime.Scheme
+	mapper       meta.RESTMapper
+	fieldManager string
+}
+
+var _ Sink = (*Direct)(nil)
+
+// NewDirect returns a direct sink. c should be the manager's cached client:
+// live objects are read from its informer cache, so steady state makes no
+// API request. Kinds registered in the scheme are read as typed objects, so
+// they share the manager's typed informers; other kinds are read as
+// unstructured objects, which the client serves from the API server unless
+// it caches unstructured objects. apiReader, optional, is an uncached reader
+// used to confirm at once that a deleted object is gone.
+func NewDirect(c client.Client, apiReader client.Reader, opts DirectOptions) *Direct {
+	d := &Direct{client: c, apiReader: apiReader, scheme: opts.Scheme, fieldManager: opts.FieldManager}
+	if d.scheme == nil {
+		d.scheme = c.Scheme()
+	}
+	if d.fieldManager == "" {
+		d.fieldManager = DefaultFieldManager
+	}
+	d.mapper = c.RESTMapper()
+	return d
+}
+
+// Mode returns ModeDirect.
+func (d *Direct) Mode() string { return ModeDirect }
+
+// item is one desired object, ready to apply.
+type item struct {
+	id     ObjectID
+	gvk    schema.GroupVersionKind
+	obj    *unstructured.Unstructured // with owner labels and digest annotation
+	digest string
+}
+
+// Apply makes the cluster hold exactly objs for owner. An object is applied
+// (server-side, forcing ownership of its fields) unless the live object in
+// the cache carries the same applied digest and already has every field of
+// the desired object. Objects of prev that left the set are deleted when they
+// still carry owner's labels. Errors of single objects are joined; the other
+// objects are still applied, and the returned inventory keeps prev's entries
+// of objects that failed.
+func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
+	if err := owner.Validate(); err != nil {
+		return nil, err
+	}
+	var errs []error
+	prevByID := map[string]commonv1.ResourceRef{}
+	if prev != nil {
+		for _, e := range prev.Entries {
+			prevByID[e.ID] = e
+		}
+	}
+	// inSet holds every ID named by objs, also of objects that fail, so that
+	// a failing object is never pruned. canPrune turns false when an object
+	// names no ID at all.
+	inSet := map[string]bool{}
+	canPrune := true
+	var items []*item
+	scopes := map[schema.GroupVersionKind]bool{} // cluster-scoped kinds, per Apply
+	for i, o := range objs {
+		if o == nil || o.GetKind() == "" || o.GetName() == "" {
+			errs = append(errs, fmt.Errorf("object %d of the set has no kind or no name", i))
+			canPrune = false
+			continue
+		}
+		raw := IDOf(o).String()
+		it, err := d.prepare(owner, o, scopes)
+		if err != nil {
+			inSet[raw] = true
+			errs = append(errs, err)
+			continue
+		}
+		id := it.id.String()
+		if inSet[id] {
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", it.id.describe()))
+			continue
+		}
+		inSet[raw], inSet[id] = true, true
+		items = append(items, it)
+	}
+	sort.SliceStable(items, func(i, j int) bool { return applyRank(items[i].gvk) < applyRank(items[j].gvk) })
+
+	var entries []commonv1.ResourceRef
+	var changed []string
+	applied := map[string]bool{}
+	for _, it := range items {
+		if ctx.Err() != nil {
+			break
+		}
+		id := it.id.String()
+		wrote, err := d.applyOne(ctx, owner, it)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		applied[id] = true
+		entries = append(entries, commonv1.ResourceRef{ID: id, Version: it.gvk.Version})
+		if wrote {
+			changed = append(changed, id)
+		}
+	}
+	// Keep prev's entries of objects of the set that were not applied, so
+	// that they are not forgotten.
+	for id := range inSet {
+		if e, ok := prevByID[id]; ok && !applied[id] {
+			entries = append(entries, e)
+		}
+	}
+	stale := d.staleEntries(prev, inSet)
+	switch {
+	case ctx.Err() != nil:
+		errs = append(errs, fmt.Errorf("delivering for %s: %w", owner, ctx.Err()))
+		stale, entries = nil, append(entries, stale...)
+	case !canPrune && len(stale) > 0:
+		errs = append(errs, fmt.Errorf("pruning of %d objects skipped because an object of the set has no kind or no name", len(stale)))
+		stale, entries = nil, append(entries, stale...)
+	}
+	for _, e := range stale {
+		pruned, keep, err := d.prune(ctx, owner, e)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if keep {
+			entries = append(entries, e)
+		}
+		if pruned {
+			changed = append(changed, e.ID)
+		}
+	}
+	sortEntries(entries)
+	sort.Strings(changed)
+	return &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}, errors.Join(errs...)
+}
+
+// staleEntries returns prev's entries not in the set, in prune order: other
+// kinds first, then CRDs, then namespaces.
+func (d *Direct) staleEntries(prev *commonv1.ResourceInventory, inSet map[string]bool) []commonv1.ResourceRef {
+	if prev == nil {
+		return nil
+	}
+	var stale []commonv1.ResourceRef
+	for _, e := range prev.Entries {
+		if !inSet[e.ID] {
+			stale = append(stale, e)
+		}
+	}
+	sort.SliceStable(stale, func(i, j int) bool { return refRank(stale[i]) > refRank(stale[j]) })
+	return stale
+}
+
+// prepare turns a desired object into an item: canonical form, namespace
+// fixed by the object's scope, digest, owner labels and digest annotation.
+// scopes remembers the scope of each kind seen so far.
+func (d *Direct) prepare(owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool) (*item, error) {
+	gvk := o.GroupVersionKind()
+	name := describe(gvk.Kind, o.GetNamespace(), o.GetName())
+	if gvk.Version == "" {
+		return nil, fmt.Errorf("%s: apiVersion is missing", name)
+	}
+	obj, err := canonical(o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	clusterScoped, known := scopes[gvk]
+	if !known {
+		mapping, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: finding the resource of %s: %w", name, gvk, err)
+		}
+		clusterScoped = mapping.Scope.Name() == meta.RESTScopeNameRoot
+		scopes[gvk] = clusterScoped
+	}
+	if clusterScoped {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
+		return nil, fmt.Errorf("%s: a namespaced object needs a namespace", name)
+	}
+	digest, err := digestOf(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range owner.Labels {
+		labels[k] = v
+	}
+	for k, v := range owner.OwnerLabels() {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppliedDigest] = digest
+	obj.SetAnnotations(ann)
+	return &item{id: IDOf(obj), gvk: gvk, obj: obj, digest: digest}, nil
+}
+
+// applyOne applies one object unless the live object already matches it,
+// and reports whether the API server's object changed.
+func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, error) {
+	name := it.id.describe()
+	live, err := d.getLive(ctx, it.gvk, client.ObjectKeyFromObject(it.obj))
+	if err != nil {
+		return false, fmt.Errorf("%s: reading the live object: %w", name, err)
+	}
+	if live != nil {
+		if other := owner.heldByOther(live.GetLabels()); other != "" {
+			return false, fmt.Errorf("%s: held by %s, not applied for %s", name, other, owner)
+		}
+		if live.GetAnnotations()[AnnotationAppliedDigest] == it.digest {
+			m, err := d.toMap(live)
+			if err != nil {
+				return false, fmt.Errorf("%s: reading the live object: %w", name, err)
+			}
+			// Most objects match as they are; only when they do not is the
+			// desired object normalised like the live one and compared again.
+			if subset(it.obj.Object, m) || subset(d.comparable(it), m) {
+				return false, nil
+			}
+		}
+	}
+	obj := it.obj.DeepCopy()
+	err = d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
+		client.ForceOwnership, client.FieldOwner(d.fieldManager))
+	if err != nil {
+		return false, fmt.Errorf("%s: applying: %w", name, err)
+	}
+	log.FromContext(ctx).V(1).Info("applied object", "object", name, "owner", owner.String())
+	return live == nil || obj.GetResourceVersion() != live.GetResourceVersion(), nil
+}
+
+// comparable returns the desired object in the form the live object is
+// compared with: Secret stringData folded into data and, for kinds of the
+// scheme, only the fields the Go type holds.
+func (d *Direct) comparable(it *item) map[string]any {
+	m := it.obj.Object
+	if it.gvk.Group == "" && it.gvk.Kind == "Secret" {
+		m = secretStringDataToData(m)
+	}
+	if !d.scheme.Recognizes(it.gvk) {
+		return m
+	}
+	typed, err := d.scheme.New(it.gvk)
+	if err != nil {
+		return m
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, typed); err != nil {
+		return m
+	}
+	rt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return m
+	}
+	if r, ok := restrict(m, rt).(map[string]any); ok {
+		return r
+	}
+	return m
+}
+
+// getLive reads an object through the client; nil when it does not exist.
+// Kinds of the scheme are read as typed objects, because reading them as
+// unstructured objects through a cache would start a second informer.
+func (d *Direct) getLive(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
+	var obj client.Object
+	if d.scheme.Recognizes(gvk) {
+		if typed, err := d.scheme.New(gvk); err == nil {
+			obj, _ = typed.(client.Object)
+		}
+	}
+	if obj == nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		obj = u
+	}
+	if err := d.client.Get(ctx, key, obj); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj, nil
+}
+
+// toMap returns the content of a live object read by getLive, without its
+// managed fields, which are never compared.
+func (d *Direct) toMap(obj client.Object) (map[string]any, error) {
+	obj.SetManagedFields(nil) // obj is the caller's copy
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting: %w", err)
+	}
+	return m, nil
+}
+
+// applyRank orders kinds for applying: namespaces, then CRDs, then the rest.
+func applyRank(gvk schema.GroupVersionKind) int {
+	switch {
+	case gvk.Group == "" && gvk.Kind == "Namespace":
+		return 0
+	case gvk.Group == "apiextensions.k8s.io" && gvk.Kind == "CustomResourceDefinition":
+		return 1
+	}
+	return 2
+}
+
+func refRank(e commonv1.ResourceRef) int {
+	id, err := ParseID(e.ID)
+	if err != nil {
+		return 2
+	}
+	return applyRank(id.GroupVersionKind(e.Version))
+}

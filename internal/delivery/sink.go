@@ -1,0 +1,182 @@
+// Package delivery makes a cluster (or, later, a Git repository) hold exactly
+// a given set of objects for one Apiary owner, a Colony or a
+// WorkspaceDeployment. A Sink applies the set, records what it holds in an
+// inventory that the caller keeps on the owner's status, and prunes objects
+// that left the set. The direct sink uses server-side apply and reads live
+// objects from the manager's informer cache, so a reconcile that changes
+// nothing makes no API request and returns an unchanged inventory.
+package delivery
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+)
+
+// Delivery modes, as reported in DeliveryStatus.Mode.
+const (
+	// ModeDirect applies objects to the cluster with server-side apply.
+	ModeDirect = "direct"
+	// ModeGit commits objects to a Git repository for Flux to apply.
+	ModeGit = "git"
+)
+
+// Labels and annotations that a sink sets on every object it delivers.
+const (
+	// LabelOwnerKind holds the kind of the owner of a delivered object.
+	LabelOwnerKind = "apiary.exalsius.ai/owner-kind"
+	// LabelOwnerNamespace holds the namespace of the owner (empty for a
+	// cluster-scoped owner).
+	LabelOwnerNamespace = "apiary.exalsius.ai/owner-namespace"
+	// LabelOwnerName holds the name of the owner, hashed when longer than a
+	// label value may be.
+	LabelOwnerName = "apiary.exalsius.ai/owner-name"
+	// AnnotationAppliedDigest holds the digest (see Digest) of the desired
+	// object the sink last applied, before the sink's labels and annotation
+	// were added.
+	AnnotationAppliedDigest = "apiary.exalsius.ai/applied-digest"
+)
+
+// Owner identifies the Apiary object that a set of delivered objects belongs
+// to: a Colony or a WorkspaceDeployment.
+type Owner struct {
+	// Kind of the owner, e.g. Colony.
+	Kind string
+	// Namespace of the owner; empty for a cluster-scoped owner.
+	Namespace string
+	// Name of the owner.
+	Name string
+	// UID of the owner. Sinks do not label objects with it; callers use it
+	// for owner references, and sinks may record it.
+	UID types.UID
+	// Labels are extra labels set on every delivered object. The owner labels
+	// (LabelOwnerKind, LabelOwnerNamespace, LabelOwnerName) win over them.
+	Labels map[string]string
+}
+
+// String names the owner as "Kind namespace/name" for messages.
+func (o Owner) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// Validate reports whether the owner has a kind and a name.
+func (o Owner) Validate() error {
+	if o.Kind == "" || o.Name == "" {
+		return errors.New("delivery owner needs a kind and a name")
+	}
+	return nil
+}
+
+// OwnerLabels returns the labels that mark an object as delivered for this
+// owner. They also select the owner's objects in a label selector.
+func (o Owner) OwnerLabels() map[string]string {
+	return map[string]string{
+		LabelOwnerKind:      LabelValue(o.Kind),
+		LabelOwnerNamespace: LabelValue(o.Namespace),
+		LabelOwnerName:      LabelValue(o.Name),
+	}
+}
+
+// Owns reports whether labels carry this owner's owner labels.
+func (o Owner) Owns(labels map[string]string) bool {
+	for k, v := range o.OwnerLabels() {
+		got, ok := labels[k]
+		if !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// heldByOther returns a description of the Apiary owner named by labels when
+// that is a different owner than o, and "" otherwise.
+func (o Owner) heldByOther(labels map[string]string) string {
+	kind, hasKind := labels[LabelOwnerKind]
+	name, hasName := labels[LabelOwnerName]
+	if !hasKind || !hasName || o.Owns(labels) {
+		return ""
+	}
+	return Owner{Kind: kind, Namespace: labels[LabelOwnerNamespace], Name: name}.String()
+}
+
+// LabelValue returns s when it is a valid label value, and otherwise a
+// label-safe value of at most 63 characters made of a readable prefix of s
+// and a hash of the whole of s.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	prefix := []byte(s)
+	for i, c := range prefix {
+		if !isLabelChar(c) {
+			prefix[i] = '-'
+		}
+	}
+	if len(prefix) > validation.LabelValueMaxLength-len(suffix)-1 {
+		prefix = prefix[:validation.LabelValueMaxLength-len(suffix)-1]
+	}
+	p := strings.TrimFunc(string(prefix), func(r rune) bool { return !isAlnum(byte(r)) })
+	if p == "" {
+		return suffix
+	}
+	return p + "-" + suffix
+}
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isLabelChar(c byte) bool { return isAlnum(c) || c == '-' || c == '_' || c == '.' }
+
+// Result is what a sink did in one Apply.
+type Result struct {
+	// Inventory lists the objects the sink now holds for the owner, sorted by
+	// ID. The caller stores it on the owner's status and passes it back as
+	// prev on the next call.
+	Inventory *commonv1.ResourceInventory
+	// Changed lists, sorted, the IDs of the objects that were written or
+	// pruned. Empty when the sink already held exactly the given set.
+	Changed []string
+	// Revision is the Git commit that holds the objects; empty for the
+	// direct sink.
+	Revision string
+}
+
+// Sink makes a target hold exactly a set of objects for an owner.
+type Sink interface {
+	// Mode names the sink, ModeDirect or ModeGit.
+	Mode() string
+	// Apply makes the target hold exactly objs for owner: objects are
+	// written when they differ from what the target holds, and objects of
+	// prev that are not in objs are removed when they still belong to owner.
+	// The objects are not modified. On error the Result is still returned
+	// when possible, with an inventory of what the target holds, and should
+	// be stored.
+	Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error)
+	// Delete removes every object of prev that still belongs to owner. It
+	// returns done=true only once all of them are gone; until then the caller
+	// keeps its finalizer and calls Delete again on a later reconcile.
+	Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceInventory) (done bool, err error)
+}
+
+// describe names an object as "Kind namespace/name" for messages.
+func describe(kind, namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("%s %s", kind, name)
+	}
+	return fmt.Sprintf("%s %s/%s", kind, namespace, name)
+}
