@@ -1,0 +1,384 @@
+package childcluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// ClusterCache is a running informer cache of one child cluster, holding its
+// Nodes (and Pods when an owner asked for them) trimmed by TrimNode and
+// TrimPod. Reads make no API request. It is shared: get it from Watch, and do
+// not keep it past Release; once stopped, reads return ErrCacheStopped.
+type ClusterCache struct {
+	cluster types.NamespacedName
+	hash    [sha256.Size]byte
+	m       *Manager
+
+	ctx    context.Context // ends when the cache stops
+	cancel context.CancelFunc
+	ready  chan struct{} // closed when the first sync ended, see startErr
+	done   chan struct{} // closed when every goroutine of the cache ended
+
+	startErr error // set before ready is closed
+	live     atomic.Bool
+
+	mu      sync.Mutex
+	stopped bool
+	cache   cache.Cache
+	nodes   cache.Informer
+	pods    cache.Informer
+
+	errMu sync.Mutex
+	errs  map[Kind]error
+	errCh chan struct{} // closed and replaced when an error is recorded
+}
+
+func newClusterCache(m *Manager, cd types.NamespacedName, hash [sha256.Size]byte) *ClusterCache {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &ClusterCache{
+		cluster: cd, hash: hash, m: m, ctx: ctx, cancel: cancel,
+		ready: make(chan struct{}), done: make(chan struct{}),
+		errs: map[Kind]error{}, errCh: make(chan struct{}),
+	}
+}
+
+// Cluster is the ClusterDeployment whose child this cache reads.
+func (c *ClusterCache) Cluster() types.NamespacedName { return c.cluster }
+
+// ListNodes returns the child's Nodes (trimmed) from the cache.
+func (c *ClusterCache) ListNodes(ctx context.Context) ([]corev1.Node, error) {
+	ca, err := c.reader(false)
+	if err != nil {
+		return nil, err
+	}
+	list := &corev1.NodeList{}
+	if err := ca.List(ctx, list); err != nil {
+		return nil, clusterErr(c.cluster, "listing cached nodes", err)
+	}
+	return list.Items, nil
+}
+
+// ListPods returns the child's Pods (trimmed) from the cache, or
+// ErrPodsNotWatched when no owner watches with Pods.
+func (c *ClusterCache) ListPods(ctx context.Context) ([]corev1.Pod, error) {
+	ca, err := c.reader(true)
+	if err != nil {
+		return nil, err
+	}
+	list := &corev1.PodList{}
+	if err := ca.List(ctx, list); err != nil {
+		return nil, clusterErr(c.cluster, "listing cached pods", err)
+	}
+	return list.Items, nil
+}
+
+func (c *ClusterCache) reader(pods bool) (cache.Cache, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.stopped:
+		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	case pods && (c.pods == nil || !c.pods.HasSynced()):
+		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrPodsNotWatched)
+	case c.nodes == nil || !c.nodes.HasSynced():
+		return nil, fmt.Errorf("cluster %s: cache not synced", c.cluster)
+	}
+	return c.cache, nil
+}
+
+// Synced reports whether the cache runs and its informers have synced.
+func (c *ClusterCache) Synced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.stopped && c.nodes != nil && c.nodes.HasSynced() && (c.pods == nil || c.pods.HasSynced())
+}
+
+// LastError returns the current list or watch error of the cache (naming the
+// cluster; it wraps ErrUnreachable when the child cannot be reached), or nil
+// once the informers list or watch successfully again. While it is set, the
+// cache keeps serving the last data it saw.
+func (c *ClusterCache) LastError() error {
+	c.errMu.Lock()
+	defer c.errMu.Unlock()
+	for _, k := range []Kind{NodeKind, PodKind} {
+		if err := c.errs[k]; err != nil {
+			return clusterErr(c.cluster, "watching "+string(k)+"s", err)
+		}
+	}
+	return nil
+}
+
+// start builds and starts the informer cache, waits for the Nodes to sync
+// (bounded by SyncTimeout) and closes ready. On failure it stops the cache.
+func (c *ClusterCache) start(cfg *rest.Config) {
+	err := c.startNodes(cfg)
+	if err != nil {
+		c.mu.Lock()
+		launched := c.cache != nil && c.nodes != nil
+		c.stopped = true
+		c.mu.Unlock()
+		c.cancel()
+		if !launched {
+			close(c.done)
+		}
+	} else {
+		c.live.Store(true)
+	}
+	c.startErr = err
+	close(c.ready)
+}
+
+func (c *ClusterCache) startNodes(cfg *rest.Config) error {
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
+	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	ca, err := cache.New(cfg, cache.Options{
+		Scheme:                      c.m.opts.Scheme,
+		Mapper:                      mapper,
+		ReaderFailOnMissingInformer: true,
+		DefaultTransform:            trim,
+		NewInformer:                 c.newInformer,
+	})
+	if err != nil {
+		return clusterErr(c.cluster, "creating cache", err)
+	}
+	inf, err := ca.GetInformer(c.ctx, &corev1.Node{}, cache.BlockUntilSynced(false))
+	if err != nil {
+		return clusterErr(c.cluster, "creating node informer", err)
+	}
+	if _, err := inf.AddEventHandler(c.handler(NodeKind)); err != nil {
+		return clusterErr(c.cluster, "watching nodes", err)
+	}
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	}
+	c.cache, c.nodes = ca, inf
+	c.m.wg.Go(func() {
+		defer close(c.done)
+		_ = ca.Start(c.ctx)
+	})
+	c.mu.Unlock()
+	return c.waitSynced(c.ctx, inf, NodeKind)
+}
+
+// ensurePods starts the Pod informer unless it runs and waits for it to sync.
+func (c *ClusterCache) ensurePods(ctx context.Context) error {
+	c.mu.Lock()
+	if c.stopped {
+		c.mu.Unlock()
+		return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	}
+	inf := c.pods
+	if inf == nil {
+		var err error
+		inf, err = c.cache.GetInformer(c.ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
+		if err == nil {
+			_, err = inf.AddEventHandler(c.handler(PodKind))
+		}
+		if err != nil {
+			c.mu.Unlock()
+			return clusterErr(c.cluster, "creating pod informer", err)
+		}
+		c.pods = inf
+	}
+	c.mu.Unlock()
+	if err := c.waitSynced(ctx, inf, PodKind); err != nil {
+		c.stopPods(inf)
+		return err
+	}
+	return nil
+}
+
+// stopPods stops the Pod informer if it is inf (any, when inf is nil).
+func (c *ClusterCache) stopPods(inf cache.Informer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.pods == nil || (inf != nil && c.pods != inf) {
+		return
+	}
+	if !c.stopped {
+		_ = c.cache.RemoveInformer(c.ctx, &corev1.Pod{})
+	}
+	c.pods = nil
+	c.setErr(PodKind, nil)
+}
+
+// waitSynced waits until inf has synced, an error is recorded for kind,
+// SyncTimeout passes, ctx ends or the cache stops.
+func (c *ClusterCache) waitSynced(ctx context.Context, inf cache.Informer, kind Kind) error {
+	timer := time.NewTimer(c.m.opts.SyncTimeout)
+	defer timer.Stop()
+	synced := inf.HasSyncedChecker().Done()
+	what := "syncing " + string(kind) + "s"
+	for {
+		c.errMu.Lock()
+		err, errCh := c.errs[kind], c.errCh
+		c.errMu.Unlock()
+		if err != nil {
+			return clusterErr(c.cluster, what, err)
+		}
+		select {
+		case <-synced:
+			return nil
+		case <-errCh:
+		case <-timer.C:
+			return fmt.Errorf("cluster %s: %s: %w: not synced within %s", c.cluster, what, ErrUnreachable, c.m.opts.SyncTimeout)
+		case <-ctx.Done():
+			return clusterErr(c.cluster, what, ctx.Err())
+		case <-c.ctx.Done():
+			return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+		}
+	}
+}
+
+// stop marks the cache stopped and cancels its goroutines; wait waits for them.
+func (c *ClusterCache) stop() {
+	c.mu.Lock()
+	c.stopped = true
+	c.mu.Unlock()
+	c.cancel()
+}
+
+func (c *ClusterCache) wait() {
+	<-c.ready
+	<-c.done
+}
+
+// setErr records (or clears, with nil) the error of kind's informer and
+// announces reachability changes of a synced cache.
+func (c *ClusterCache) setErr(kind Kind, err error) {
+	c.errMu.Lock()
+	before := len(c.errs) > 0
+	if err == nil {
+		delete(c.errs, kind)
+	} else {
+		c.errs[kind] = err
+		close(c.errCh)
+		c.errCh = make(chan struct{})
+	}
+	after := len(c.errs) > 0
+	c.errMu.Unlock()
+	if before == after || !c.live.Load() || c.ctx.Err() != nil {
+		return
+	}
+	if after {
+		c.m.log.Info("child cluster cache lost its API server", "cluster", c.cluster, "error", err.Error())
+	} else {
+		c.m.log.Info("child cluster cache reaches its API server again", "cluster", c.cluster)
+	}
+	c.m.notify(c.cluster, "")
+}
+
+// observe records the outcome of a list or watch request of informer inf,
+// unless inf was stopped since.
+func (c *ClusterCache) observe(inf any, kind Kind, err error, isWatch bool) {
+	c.mu.Lock()
+	current := (kind == NodeKind && any(c.nodes) == inf) || (kind == PodKind && any(c.pods) == inf)
+	c.mu.Unlock()
+	switch {
+	case !current || c.ctx.Err() != nil:
+	case err == nil:
+		c.setErr(kind, nil)
+	case errors.Is(err, context.Canceled):
+	case isWatch && !IsUnreachable(err) && !apierrors.IsUnauthorized(err) && !apierrors.IsForbidden(err):
+		// Other watch errors (e.g. a server without streaming lists) make
+		// the reflector fall back to a list, which reports its own errors.
+	default:
+		c.setErr(kind, err)
+	}
+}
+
+func (c *ClusterCache) handler(kind Kind) toolscache.ResourceEventHandler {
+	notify := func() {
+		if c.ctx.Err() == nil {
+			c.m.notify(c.cluster, kind)
+		}
+	}
+	return toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				notify()
+			}
+		},
+		UpdateFunc: func(oldObj, newObj any) {
+			if changed(oldObj, newObj) {
+				notify()
+			}
+		},
+		DeleteFunc: func(any) { notify() },
+	}
+}
+
+// newInformer creates informers whose requests are observed for errors.
+func (c *ClusterCache) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+	kind := NodeKind
+	if _, ok := obj.(*corev1.Pod); ok {
+		kind = PodKind
+	}
+	olw := &observedLW{lw: toolscache.ToListerWatcherWithContext(lw), c: c, kind: kind}
+	inf := toolscache.NewSharedIndexInformer(olw, obj, resync, idx)
+	olw.inf = inf
+	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
+		c.observe(inf, kind, err, false)
+	})
+	return inf
+}
+
+// observedLW reports the outcome of every list and watch request.
+type observedLW struct {
+	lw   toolscache.ListerWatcherWithContext
+	c    *ClusterCache
+	kind Kind
+	inf  toolscache.SharedIndexInformer
+}
+
+func (o *observedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return o.ListWithContext(context.Background(), opts)
+}
+
+func (o *observedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return o.WatchWithContext(context.Background(), opts)
+}
+
+func (o *observedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	obj, err := o.lw.ListWithContext(ctx, opts)
+	o.c.observe(o.inf, o.kind, err, false)
+	return obj, err
+}
+
+func (o *observedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	w, err := o.lw.WatchWithContext(ctx, opts)
+	o.c.observe(o.inf, o.kind, err, true)
+	return w, err
+}
+
+// trim is the cache's transform; other objects (such as
+// DeletedFinalStateUnknown tombstones) pass unchanged.
+func trim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		return TrimNode(o), nil
+	case *corev1.Pod:
+		return TrimPod(o), nil
+	}
+	return obj, nil
+}

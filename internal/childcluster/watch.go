@@ -1,0 +1,204 @@
+package childcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// WatchOptions say what an owner needs from a child cache.
+type WatchOptions struct {
+	// Pods also starts the Pod informer (the GPU gate needs it; GPU
+	// inventory does not). It stops again when no owner needs it.
+	Pods bool
+}
+
+// Watch returns the running, synced informer cache of the child cluster of
+// ClusterDeployment cd and registers owner (a key such as
+// "colony/<ns>/<name>" or "workspace/<ns>/<name>") as its user, starting the
+// cache if needed. Call it on every reconcile: it is cheap when the cache runs,
+// and it rebuilds the cache when the kubeconfig Secret changed. The wait for a
+// new cache is bounded by ctx and Options.SyncTimeout; a child that cannot be
+// reached gives an error wrapping ErrUnreachable, and the owner is not
+// registered unless it already was. With several opts, Pods is true if any
+// asks for it.
+func (m *Manager) Watch(ctx context.Context, cd types.NamespacedName, owner string, opts ...WatchOptions) (*ClusterCache, error) {
+	var want WatchOptions
+	for _, o := range opts {
+		want.Pods = want.Pods || o.Pods
+	}
+	// A cache stopped by a concurrent Release or Secret change is retried.
+	for range 3 {
+		c, err := m.watchOnce(ctx, cd, owner, want)
+		if errors.Is(err, ErrCacheStopped) && ctx.Err() == nil && !m.isStopped() {
+			continue
+		}
+		return c, err
+	}
+	return nil, fmt.Errorf("cluster %s: %w: the cache was replaced repeatedly", cd, ErrCacheStopped)
+}
+
+func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner string, want WatchOptions) (*ClusterCache, error) {
+	if m.isStopped() {
+		return nil, ErrManagerStopped
+	}
+	kubeconfig, err := m.kubeconfig(ctx, cd)
+	if err != nil {
+		return nil, err
+	}
+	hash := kubeconfigHash(kubeconfig)
+
+	m.mu.Lock()
+	if m.isStopped() {
+		m.mu.Unlock()
+		return nil, ErrManagerStopped
+	}
+	e := m.entryLocked(cd)
+	var replaced *ClusterCache
+	if e.cache != nil && e.cache.hash != hash {
+		replaced = e.cache
+		replaced.stop()
+		e.cache = nil
+	}
+	c := e.cache
+	if c == nil {
+		cfg, err := m.restConfig(cd, kubeconfig)
+		if err != nil {
+			m.mu.Unlock()
+			return nil, err
+		}
+		cfg.Timeout = 0 // watches are long requests; SyncTimeout bounds the first sync
+		c = newClusterCache(m, cd, hash)
+		e.cache = c
+		m.wg.Go(func() { c.start(cfg) })
+		m.log.V(1).Info("starting child cluster cache", "cluster", cd)
+	}
+	prevPods, existed := e.owners[owner]
+	e.owners[owner] = want.Pods
+	m.mu.Unlock()
+	if replaced != nil {
+		replaced.wait()
+		m.log.V(1).Info("stopped child cluster cache", "cluster", cd, "reason", "kubeconfig changed")
+		m.notify(cd, "") // other owners hold the stopped cache
+	}
+
+	undo := func() {
+		m.mu.Lock()
+		if e := m.clusters[cd]; e != nil {
+			if existed {
+				e.owners[owner] = prevPods
+			} else {
+				delete(e.owners, owner)
+			}
+		}
+		stop := m.settleLocked(cd)
+		m.mu.Unlock()
+		if stop != nil {
+			stop.wait()
+		}
+	}
+
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		undo()
+		return nil, clusterErr(cd, "waiting for the cache to sync", ctx.Err())
+	}
+	if c.startErr != nil {
+		m.dropFailed(cd, c)
+		undo()
+		return nil, c.startErr
+	}
+	if want.Pods {
+		if err := c.ensurePods(ctx); err != nil {
+			undo()
+			return nil, err
+		}
+	} else if existed && prevPods {
+		m.mu.Lock()
+		stop := m.settleLocked(cd)
+		m.mu.Unlock()
+		if stop != nil {
+			stop.wait()
+		}
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return nil, fmt.Errorf("cluster %s: %w", cd, ErrCacheStopped)
+	}
+	return c, nil
+}
+
+// Release unregisters owner from the cache of cd. The cache stops when its
+// last owner is gone, and the Pod informer when no owner needs Pods.
+func (m *Manager) Release(cd types.NamespacedName, owner string) {
+	m.mu.Lock()
+	e := m.clusters[cd]
+	if e == nil {
+		m.mu.Unlock()
+		return
+	}
+	delete(e.owners, owner)
+	stop := m.settleLocked(cd)
+	m.mu.Unlock()
+	if stop != nil {
+		stop.wait()
+		m.log.V(1).Info("stopped child cluster cache", "cluster", cd, "reason", "no owner left")
+	}
+}
+
+// Owners returns the owners registered for cd, for diagnostics.
+func (m *Manager) Owners(cd types.NamespacedName) []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out []string
+	if e := m.clusters[cd]; e != nil {
+		for o := range e.owners {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// settleLocked stops the cache of cd when no owner is left (returning it to
+// be waited for outside the lock) and the Pod informer when no owner needs
+// Pods. The entry is dropped when it holds nothing. m.mu must be held.
+func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
+	e := m.clusters[cd]
+	if e == nil {
+		return nil
+	}
+	var stopped *ClusterCache
+	if len(e.owners) == 0 && e.cache != nil {
+		stopped = e.cache
+		stopped.stop()
+		e.cache = nil
+	}
+	if e.cache != nil {
+		pods := false
+		for _, p := range e.owners {
+			pods = pods || p
+		}
+		if !pods {
+			e.cache.stopPods(nil)
+		}
+	}
+	if e.cache == nil && e.client == nil && len(e.owners) == 0 {
+		delete(m.clusters, cd)
+	}
+	return stopped
+}
+
+// dropFailed forgets cache c of cd after its start failed, so that the next
+// Watch starts a new one.
+func (m *Manager) dropFailed(cd types.NamespacedName, c *ClusterCache) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.clusters[cd]; e != nil && e.cache == c {
+		e.cache = nil
+	}
+}
