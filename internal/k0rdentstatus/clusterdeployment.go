@@ -1,0 +1,91 @@
+// Package k0rdentstatus reads the state of k0rdent objects the way k0rdent
+// means it (see the k0rdent API notes): a ClusterDeployment is ready only when
+// k0rdent observed its current generation and reports Ready, and its CAPI
+// summary where one exists; a ServiceSet's services are read one by one.
+package k0rdentstatus
+
+import (
+	"fmt"
+	"strings"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+)
+
+// Phase is the state of a k0rdent object as Apiary reports it.
+type Phase string
+
+// Phases of a ClusterDeployment.
+const (
+	PhaseProvisioning Phase = "Provisioning"
+	PhaseReady        Phase = "Ready"
+	PhaseFailed       Phase = "Failed"
+	PhaseDeleting     Phase = "Deleting"
+)
+
+// State is a phase with the reason and message behind it.
+type State struct {
+	Phase   Phase
+	Reason  string
+	Message string
+}
+
+// blockingConditions are the ClusterDeployment conditions whose False status
+// means the cluster cannot progress without a change (a missing or invalid
+// template or credential, a chart or release that failed).
+var blockingConditions = []string{
+	k0rdentv1beta1.TemplateReadyCondition,
+	k0rdentv1beta1.CredentialReadyCondition,
+	k0rdentv1beta1.HelmChartReadyCondition,
+	k0rdentv1beta1.HelmReleaseReadyCondition,
+	"DataSourceReady",
+	"ClusterDataSourceReady",
+	"ClusterAuthenticationReady",
+}
+
+// ClusterDeploymentState reads the state of a ClusterDeployment.
+func ClusterDeploymentState(cd *k0rdentv1beta1.ClusterDeployment) State {
+	if !cd.DeletionTimestamp.IsZero() {
+		return State{Phase: PhaseDeleting, Reason: "Deleting", Message: "ClusterDeployment is being deleted"}
+	}
+	if cd.Status.ObservedGeneration < cd.Generation {
+		return State{Phase: PhaseProvisioning, Reason: "Progressing",
+			Message: fmt.Sprintf("waiting for k0rdent to observe generation %d", cd.Generation)}
+	}
+	conds := cd.Status.Conditions
+	var failed []string
+	for _, t := range blockingConditions {
+		if c := apimeta.FindStatusCondition(conds, t); c != nil && c.Status == metav1.ConditionFalse {
+			failed = append(failed, fmt.Sprintf("%s: %s", t, c.Message))
+		}
+	}
+	if len(failed) > 0 {
+		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: strings.Join(failed, "; ")}
+	}
+	ready := apimeta.FindStatusCondition(conds, k0rdentv1beta1.ReadyCondition)
+	if ready == nil {
+		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: "waiting for k0rdent to report readiness"}
+	}
+	capi := apimeta.FindStatusCondition(conds, k0rdentv1beta1.CAPIClusterSummaryCondition)
+	switch {
+	case ready.Status == metav1.ConditionTrue && (capi == nil || capi.Status == metav1.ConditionTrue):
+		return State{Phase: PhaseReady, Reason: "Ready", Message: "ClusterDeployment is ready"}
+	case ready.Status == metav1.ConditionTrue:
+		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: "cluster is not provisioned yet: " + capi.Message}
+	case capi != nil && capi.Status == metav1.ConditionFalse && capi.Reason == k0rdentv1beta1.FailedReason:
+		// kcm's generic Failed reason, not a CAPI progress report.
+		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: capi.Message}
+	case ready.Status == metav1.ConditionFalse && ready.Reason == k0rdentv1beta1.FailedReason &&
+		strings.HasPrefix(ready.Message, "Cluster is not ready"):
+		// k0rdent 1.9 gives up on a CAPI cluster that stays unready for 30 minutes.
+		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: ready.Message}
+	default:
+		msg := ready.Message
+		if msg == "" {
+			msg = "waiting for the cluster to become ready"
+		}
+		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: msg}
+	}
+}

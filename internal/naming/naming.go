@@ -1,0 +1,57 @@
+// Package naming derives the deterministic names and label values of the
+// objects Apiary creates, bounded to Kubernetes' length limits with a stable
+// hash suffix so that long inputs never collide or fail validation.
+package naming
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// MaxNameLength is the length Apiary bounds object names to: a DNS-1123 label,
+// also the limit of the label values k0rdent and Sveltos stamp names into.
+const MaxNameLength = validation.DNS1123LabelMaxLength
+
+// hashLength is the number of hex characters of the hash suffix.
+const hashLength = 8
+
+// Bounded returns name unchanged when it fits MaxNameLength; otherwise a
+// prefix of it, trimmed of trailing '-' and '.', followed by '-' and the first
+// eight hex characters of the SHA-256 of the whole name.
+func Bounded(name string) string {
+	return BoundedTo(name, MaxNameLength)
+}
+
+// BoundedTo is Bounded with another limit (at least 16).
+func BoundedTo(name string, limit int) string {
+	if len(name) <= limit {
+		return name
+	}
+	sum := sha256.Sum256([]byte(name))
+	suffix := hex.EncodeToString(sum[:])[:hashLength]
+	prefix := strings.TrimRight(name[:limit-hashLength-1], "-.")
+	return prefix + "-" + suffix
+}
+
+// ClusterDeploymentName is the name of the ClusterDeployment of a Colony entry.
+func ClusterDeploymentName(colony, cluster string) string {
+	return Bounded(colony + "-" + cluster)
+}
+
+// KubeconfigsSecretName is the name of a Colony's aggregated kubeconfig Secret.
+func KubeconfigsSecretName(colony string) string {
+	return BoundedTo(colony+"-kubeconfigs", validation.DNS1123SubdomainMaxLength)
+}
+
+// LabelValue returns v when it is a valid label value, else "hash-" and 16 hex
+// characters of its SHA-256.
+func LabelValue(v string) string {
+	if len(validation.IsValidLabelValue(v)) == 0 {
+		return v
+	}
+	sum := sha256.Sum256([]byte(v))
+	return "hash-" + hex.EncodeToString(sum[:])[:16]
+}
