@@ -1,0 +1,284 @@
+package values
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+)
+
+// ReservedKey is the top-level values key of the operator's standard paths.
+const ReservedKey = "_exalsius"
+
+// Extended resources of whole GPUs.
+const (
+	// ResourceNVIDIA is the extended resource of NVIDIA GPUs.
+	ResourceNVIDIA = "nvidia.com/gpu"
+	// ResourceAMD is the extended resource of AMD GPUs.
+	ResourceAMD = "amd.com/gpu"
+)
+
+// GPUPlacement is what the GPU gate learned about the nodes a workspace
+// lands on.
+type GPUPlacement struct {
+	// ResourceName is the extended resource the matching nodes offer
+	// (nvidia.com/gpu or amd.com/gpu); "" when no node scan ran.
+	ResourceName string
+	// Vendor is the vendor inferred from the matching nodes; it is used
+	// when the resolved resources name none.
+	Vendor string
+	// NodeSelector is the exact selector the gate matched (gpu.Selector of
+	// gpuType and gpuNodeSelector); it is injected as the chart's
+	// nodeSelector.
+	NodeSelector map[string]string
+}
+
+// Overwrite is a user value at a resourceInjection path that the operator
+// replaced.
+type Overwrite struct {
+	// Path is the injection path as the class writes it.
+	Path string
+	// Field is the resource field injected there, by its JSON name:
+	// replicas, cpu, memory, storage, gpuCount, gpuVendor or gpuType.
+	Field string
+}
+
+// String is the exalsius warning: operator overwrote spec.values.<path>
+// (<field>) — use spec.resources.perReplica.<field> instead (or
+// spec.resources.replicas).
+func (o Overwrite) String() string {
+	use := "spec.resources.perReplica." + o.Field
+	if o.Field == "replicas" {
+		use = "spec.resources.replicas"
+	}
+	return fmt.Sprintf("operator overwrote spec.values.%s (%s) — use %s instead", o.Path, o.Field, use)
+}
+
+// InjectResult reports what Inject replaced.
+type InjectResult struct {
+	// Overwritten lists the user values at resourceInjection paths that
+	// were replaced by a different value, in field order, then path order.
+	Overwritten []Overwrite
+}
+
+// injectField is one resource field: its JSON name, standard path and the
+// class's injection paths.
+type injectField struct {
+	name     string
+	standard []string
+	paths    []workspacesv1.InjectionPath
+}
+
+var (
+	pathPerReplica   = []string{ReservedKey, "resources", "perReplica"}
+	pathReplicas     = []string{ReservedKey, "resources", "replicas"}
+	pathResourceName = []string{ReservedKey, "resources", "perReplica", "gpuResourceName"}
+	pathNodeSelector = []string{ReservedKey, "scheduling", "nodeSelector"}
+)
+
+// injectFields lists the fields in injection order.
+func injectFields(m *workspacesv1.ResourceInjectionMap) []injectField {
+	if m == nil {
+		m = &workspacesv1.ResourceInjectionMap{}
+	}
+	per := func(name string) []string { return append(slices.Clone(pathPerReplica), name) }
+	return []injectField{
+		{"replicas", pathReplicas, m.Replicas},
+		{"cpu", per("cpu"), m.CPU},
+		{"memory", per("memory"), m.Memory},
+		{"storage", per("storage"), m.Storage},
+		{"gpuCount", per("gpuCount"), m.GPUCount},
+		{"gpuVendor", per("gpuVendor"), m.GPUVendor},
+		{"gpuType", per("gpuType"), m.GPUType},
+	}
+}
+
+// ResourceNameFor returns the extended resource of a GPU vendor, compared
+// case-insensitively: amd.com/gpu for AMD, and nvidia.com/gpu for NVIDIA,
+// for no vendor at all and for any other vendor. The NVIDIA default is what
+// a bare gpuCount requests: the exalsius operator gave it no resource name,
+// so its charts requested no GPU (reference defect 9).
+func ResourceNameFor(vendor string) string {
+	if strings.EqualFold(strings.TrimSpace(vendor), string(workspacesv1.GPUVendorAMD)) {
+		return ResourceAMD
+	}
+	return ResourceNVIDIA
+}
+
+// Inject writes the resolved resources into values, in place.
+//
+// Every non-nil resolved field is written at its standard path:
+// _exalsius.resources.replicas (int) and
+// _exalsius.resources.perReplica.{cpu, memory, storage} (Quantity strings),
+// .gpuCount (int), .gpuVendor (the resolved vendor, else gpu.Vendor),
+// .gpuType; then .gpuResourceName, which is gpu.ResourceName, else, when a
+// vendor is known or gpuCount > 0, ResourceNameFor(vendor) (so a bare
+// gpuCount requests nvidia.com/gpu); and _exalsius.scheduling.nodeSelector
+// (gpu.NodeSelector, when non-empty). Each field's class resourceInjection
+// paths receive the same value.
+//
+// Operator values always win. Every user value (non-nil and different) at
+// a resourceInjection path that gets replaced is reported in the result;
+// replacements under _exalsius are not, as in the exalsius operator:
+// _exalsius is the operator's own namespace, which a user has no business
+// writing, and its content is defined by the operator alone.
+//
+// The injection map must pass ValidateInjection; otherwise Inject returns
+// its error and writes nothing (the class controller rejects such classes
+// up front, so this is a bug or a race, never a silent skip). A nil values
+// map is an error too.
+func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, gpu GPUPlacement, injection *workspacesv1.ResourceInjectionMap) (InjectResult, error) {
+	var res InjectResult
+	if values == nil {
+		return res, errors.New("cannot inject resources into nil values")
+	}
+	if err := ValidateInjection(injection); err != nil {
+		return res, err
+	}
+	per := resolved.PerReplica
+	if per == nil {
+		per = &workspacesv1.PerReplicaResources{}
+	}
+	vendor := gpu.Vendor
+	if per.GPUVendor != nil && *per.GPUVendor != "" {
+		vendor = string(*per.GPUVendor)
+	}
+	resourceName := gpu.ResourceName
+	if resourceName == "" && (vendor != "" || per.GPUCount != nil && *per.GPUCount > 0) {
+		resourceName = ResourceNameFor(vendor)
+	}
+	fieldValue := map[string]any{}
+	if resolved.Replicas != nil {
+		fieldValue["replicas"] = int(*resolved.Replicas)
+	}
+	if per.CPU != nil {
+		fieldValue["cpu"] = quantityString(per.CPU)
+	}
+	if per.Memory != nil {
+		fieldValue["memory"] = quantityString(per.Memory)
+	}
+	if per.Storage != nil {
+		fieldValue["storage"] = quantityString(per.Storage)
+	}
+	if per.GPUCount != nil {
+		fieldValue["gpuCount"] = int(*per.GPUCount)
+	}
+	if vendor != "" {
+		fieldValue["gpuVendor"] = vendor
+	}
+	if per.GPUType != nil {
+		fieldValue["gpuType"] = *per.GPUType
+	}
+
+	fields := injectFields(injection)
+	for _, f := range fields {
+		if v, ok := fieldValue[f.name]; ok {
+			SetPath(values, f.standard, v)
+		}
+	}
+	if resourceName != "" {
+		SetPath(values, pathResourceName, resourceName)
+	}
+	if len(gpu.NodeSelector) > 0 {
+		sel := make(map[string]any, len(gpu.NodeSelector))
+		for k, v := range gpu.NodeSelector {
+			sel[k] = v
+		}
+		SetPath(values, pathNodeSelector, sel)
+	}
+
+	// Injection paths conflict with neither the standard paths nor each
+	// other (ValidateInjection), so what they displace is the user's.
+	for _, f := range fields {
+		v, ok := fieldValue[f.name]
+		if !ok {
+			continue
+		}
+		for _, p := range f.paths {
+			segs, _ := ParsePath(string(p)) // validated above
+			prev, existed := SetPath(values, segs, v)
+			if existed && prev != nil && segs[0] != ReservedKey && !sameValue(prev, v) {
+				res.Overwritten = append(res.Overwritten, Overwrite{Path: string(p), Field: f.name})
+			}
+		}
+	}
+	return res, nil
+}
+
+// quantityString returns q.String() without touching q: String caches
+// its result in its receiver, and q may come from a shared object.
+func quantityString(q *resource.Quantity) string {
+	c := q.DeepCopy()
+	return c.String()
+}
+
+// sameValue reports whether a and b encode to the same JSON, so that a
+// user's 2 (a float64 from JSON) equals the operator's int 2.
+func sameValue(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	if errA != nil || errB != nil {
+		return reflect.DeepEqual(a, b)
+	}
+	return bytes.Equal(ja, jb)
+}
+
+// ValidateInjection checks a class's resourceInjection: every path must
+// parse (ParsePath), and no two writes may overwrite each other: a path
+// must not lie inside another path (one a prefix of the other), nor equal
+// a path of another field, counting the standard _exalsius paths. The
+// error names the field and the path, e.g.
+// `resourceInjection.cpu path "a..b": empty segment at position 3`.
+// A nil map is valid.
+func ValidateInjection(m *workspacesv1.ResourceInjectionMap) error {
+	if m == nil {
+		return nil
+	}
+	type write struct {
+		field, name string // name is how errors name the write
+		segs        []string
+	}
+	var writes []write
+	fields := injectFields(m)
+	for _, f := range fields {
+		writes = append(writes, write{f.name, fmt.Sprintf("standard path %q", FormatPath(f.standard)), f.standard})
+	}
+	writes = append(writes,
+		write{"gpuResourceName", fmt.Sprintf("standard path %q", FormatPath(pathResourceName)), pathResourceName},
+		write{"nodeSelector", fmt.Sprintf("standard path %q", FormatPath(pathNodeSelector)), pathNodeSelector})
+	for _, f := range fields {
+		for _, p := range f.paths {
+			segs, err := ParsePath(string(p))
+			if err != nil {
+				return fmt.Errorf("resourceInjection.%s %w", f.name, err)
+			}
+			w := write{f.name, fmt.Sprintf("resourceInjection.%s path %q", f.name, p), segs}
+			for _, o := range writes {
+				if conflict(segs, o.segs, f.name == o.field) {
+					return fmt.Errorf("%s conflicts with %s: one would overwrite the other", w.name, o.name)
+				}
+			}
+			writes = append(writes, w)
+		}
+	}
+	return nil
+}
+
+// conflict reports whether writes at a and b would overwrite each other:
+// one is a proper prefix of the other, or they are equal and belong to
+// different fields (a field's own standard path, or the same path written
+// twice, is a harmless duplicate).
+func conflict(a, b []string, sameField bool) bool {
+	n := min(len(a), len(b))
+	if !slices.Equal(a[:n], b[:n]) {
+		return false
+	}
+	return len(a) != len(b) || !sameField
+}
