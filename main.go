@@ -39,6 +39,12 @@ func main() {
 		"The number of WorkspaceDeployment workers.")
 	flag.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
 		"How often to look for k0rdent's CRDs while they are missing (default 10s).")
+	flag.StringVar(&opts.BundleDir, "bundle-dir", "",
+		"A folder of template bundles, one per subfolder, that add to or replace the built-in ones.")
+	flag.DurationVar(&opts.InventoryInterval, "gpu-inventory-interval", 0,
+		"How often Colonies resync their GPU inventory besides reacting to node changes (default 5m).")
+	flag.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
+		"Refuse workspaces that target a ClusterDeployment in another namespace.")
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()

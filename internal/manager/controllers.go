@@ -1,7 +1,12 @@
 package manager
 
 import (
+	"fmt"
+
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/apiaryhq/apiary/controllers"
 )
 
 var (
@@ -11,6 +16,63 @@ var (
 )
 
 // controllers lists Apiary's controllers with the kinds each watches.
-func controllers() []controllerSetup {
-	return []controllerSetup{}
+func (d *deps) controllers() []controllerSetup {
+	return []controllerSetup{
+		{
+			name:     "colony",
+			requires: []schema.GroupVersionKind{clusterDeploymentKind},
+			setup: func(mgr ctrl.Manager, opts Options) error {
+				r := &controllers.ColonyReconciler{
+					Client:            mgr.GetClient(),
+					APIReader:         mgr.GetAPIReader(),
+					EventRecorder:     mgr.GetEventRecorder("apiary-colony"),
+					Bundles:           d.bundles,
+					Sink:              d.sink,
+					Children:          d.children,
+					InventoryInterval: opts.InventoryInterval,
+					Settings:          d.settings(opts),
+				}
+				if err := r.SetupWithManager(mgr, controllers.ColonyReconcilerOptions{
+					MaxConcurrentReconciles: opts.Concurrency.Colony,
+				}); err != nil {
+					return fmt.Errorf("setting up the Colony controller: %w", err)
+				}
+				return nil
+			},
+		},
+		{
+			name:     "workspaces",
+			requires: []schema.GroupVersionKind{clusterDeploymentKind, serviceSetKind, serviceTemplateKind},
+			setup: func(mgr ctrl.Manager, opts Options) error {
+				if err := controllers.IndexWorkspaceClassRef(mgr); err != nil {
+					return fmt.Errorf("indexing workspaces by class: %w", err)
+				}
+				wsc := &controllers.WorkspaceClassReconciler{
+					Client:        mgr.GetClient(),
+					EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass"),
+				}
+				if err := wsc.SetupWithManager(mgr, controllers.WorkspaceClassReconcilerOptions{
+					MaxConcurrentReconciles: opts.Concurrency.WorkspaceClass,
+				}); err != nil {
+					return fmt.Errorf("setting up the WorkspaceClass controller: %w", err)
+				}
+				wsd := &controllers.WorkspaceDeploymentReconciler{
+					Client:               mgr.GetClient(),
+					APIReader:            mgr.GetAPIReader(),
+					EventRecorder:        mgr.GetEventRecorder("apiary-workspacedeployment"),
+					Bundles:              d.bundles,
+					Sink:                 d.sink,
+					Children:             d.children,
+					NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
+					Settings:             d.settings(opts),
+				}
+				if err := wsd.SetupWithManager(mgr, controllers.WorkspaceDeploymentReconcilerOptions{
+					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,
+				}); err != nil {
+					return fmt.Errorf("setting up the WorkspaceDeployment controller: %w", err)
+				}
+				return nil
+			},
+		},
+	}
 }

@@ -40,6 +40,13 @@ type Options struct {
 	Concurrency Concurrency
 	// CRDCheckInterval is how often missing kinds are looked for; 10s when zero.
 	CRDCheckInterval time.Duration
+	// BundleDir holds user bundles, one folder each; built-in bundles only when empty.
+	BundleDir string
+	// InventoryInterval is the period of the Colony GPU inventory resync.
+	InventoryInterval time.Duration
+	// NoCrossNamespaceRefs refuses workspaces that target a ClusterDeployment
+	// in another namespace.
+	NoCrossNamespaceRefs bool
 	// Logger is the root logger.
 	Logger logr.Logger
 
@@ -84,6 +91,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        apiaryscheme.New(),
+		Cache:                         cacheOptions(),
 		Logger:                        opts.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
@@ -105,9 +113,13 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating discovery client: %w", err)
 	}
+	d, err := newDeps(mgr, opts)
+	if err != nil {
+		return nil, nil, err
+	}
 	setups := opts.controllers
 	if setups == nil {
-		setups = controllers()
+		setups = d.controllers()
 	}
 	var gates []*preflight.Gate
 	for _, c := range setups {

@@ -220,7 +220,9 @@ type WorkspaceClassStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Valid is true when the ServiceTemplate exists and is valid and every
-	// resourceInjection path parses.
+	// resourceInjection path parses. Always serialized; optional in the
+	// schema so that status patches need not resend it.
+	// +optional
 	Valid bool `json:"valid"`
 
 	// ValidationError says why the class is not valid.

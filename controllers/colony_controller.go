@@ -1,0 +1,188 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/render"
+)
+
+// +kubebuilder:rbac:groups=infra.exalsius.ai,resources=colonies,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=infra.exalsius.ai,resources=colonies/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=infra.exalsius.ai,resources=colonies/finalizers,verbs=update
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=clusterdeployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// ColonyReconciler turns each entry of a Colony into a k0rdent
+// ClusterDeployment rendered from a bundle and handed to a delivery sink, and
+// reports the clusters' readiness, an aggregated kubeconfig Secret and the
+// GPU inventory of their nodes.
+type ColonyReconciler struct {
+	client.Client
+	// APIReader reads objects the manager does not cache (bundle ConfigMaps).
+	APIReader client.Reader
+	// EventRecorder records Kubernetes events on Colonies.
+	EventRecorder events.EventRecorder
+	// Bundles resolves bundles by name.
+	Bundles *render.Registry
+	// Sink delivers the rendered objects.
+	Sink delivery.Sink
+	// Children reaches the child clusters.
+	Children *childcluster.Manager
+	// InventoryInterval is the period of the GPU inventory resync; 5m when zero.
+	InventoryInterval time.Duration
+	// Settings are passed to bundles as .Input.operator.
+	Settings map[string]any
+}
+
+// ColonyReconcilerOptions configure the Colony controller.
+type ColonyReconcilerOptions struct {
+	MaxConcurrentReconciles int
+}
+
+// colonyOwnedConditions are the conditions the Colony controller writes.
+var colonyOwnedConditions = []string{
+	commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition,
+	commonv1.RenderedCondition, commonv1.DeliveredCondition,
+	infrav1.ClustersReadyCondition, infrav1.KubeconfigsReadyCondition, infrav1.GPUInventoryReadyCondition,
+}
+
+// Reconcile is the entry point of a Colony's reconciliation.
+func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &infrav1.Colony{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	sp := patch.NewSerialPatcher(obj, r.Client)
+	oldPhase := obj.Status.Phase
+
+	defer func() {
+		summarizeColony(obj, retErr)
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: colonyOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
+		if conditions.IsReady(obj) || conditions.IsStalled(obj) {
+			opts = append(opts, patch.WithStatusObservedGeneration{})
+		}
+		if err := sp.Patch(ctx, obj, opts...); err != nil {
+			if !obj.DeletionTimestamp.IsZero() && apierrors.IsNotFound(err) {
+				err = nil
+			}
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+		r.notify(obj, oldPhase)
+		if retErr != nil {
+			result = ctrl.Result{}
+		}
+	}()
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, obj)
+	}
+	// Add the finalizer first, so no object is delivered without it.
+	if !controllerutil.ContainsFinalizer(obj, infrav1.ColonyFinalizer) {
+		controllerutil.AddFinalizer(obj, infrav1.ColonyFinalizer)
+		if err := sp.Patch(ctx, obj); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	if obj.Spec.Suspend {
+		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	return r.reconcile(ctx, obj)
+}
+
+// reconcile runs the steps of a Colony's reconciliation in order.
+func (r *ColonyReconciler) reconcile(ctx context.Context, obj *infrav1.Colony) (ctrl.Result, error) {
+	if obj.Generation != obj.Status.ObservedGeneration {
+		conditions.MarkReconciling(obj, commonv1.ProgressingReason, "processing generation %d", obj.Generation)
+	}
+	rendered := r.renderClusters(ctx, obj)
+	if err := r.deliver(ctx, obj, rendered); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.observeClusters(obj, rendered, r.clusterDeployments(ctx, obj, rendered))
+	if err := r.reconcileKubeconfigs(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.reconcileGPUInventory(ctx, obj)
+	summarizeClusters(obj, rendered)
+	return ctrl.Result{RequeueAfter: jitter(r.inventoryInterval())}, nil
+}
+
+// reconcileDelete removes the Colony's objects, waits until they are gone,
+// then releases the Colony.
+func (r *ColonyReconciler) reconcileDelete(ctx context.Context, obj *infrav1.Colony) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, infrav1.ColonyFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	obj.Status.Phase = infrav1.ColonyPhaseDeleting
+	var inv *commonv1.ResourceInventory
+	if obj.Status.Delivery != nil {
+		inv = obj.Status.Delivery.Inventory
+	}
+	done, err := r.Sink.Delete(ctx, colonyOwner(obj), inv)
+	if err != nil {
+		conditions.MarkFalse(obj, commonv1.DeliveredCondition, commonv1.DeliveryFailedReason, "%s", err)
+		return ctrl.Result{}, fmt.Errorf("deleting the Colony's objects: %w", err)
+	}
+	if !done {
+		conditions.MarkReconciling(obj, commonv1.DeletingReason, "waiting for the ClusterDeployments to be deleted")
+		return ctrl.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	r.releaseChildren(obj, nil)
+	secret := &corev1.Secret{}
+	secret.Name, secret.Namespace = kubeconfigsSecretName(obj), obj.Namespace
+	if err := r.Delete(ctx, secret); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting Secret %s: %w", secret.Name, err)
+	}
+	controllerutil.RemoveFinalizer(obj, infrav1.ColonyFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// notify records an event when the Colony's phase changed.
+func (r *ColonyReconciler) notify(obj *infrav1.Colony, oldPhase infrav1.ColonyPhase) {
+	if r.EventRecorder == nil || obj.Status.Phase == oldPhase {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	switch obj.Status.Phase {
+	case infrav1.ColonyPhaseDegraded, infrav1.ColonyPhaseFailed:
+		eventType = corev1.EventTypeWarning
+	}
+	reason := conditions.GetReason(obj, infrav1.ClustersReadyCondition)
+	if reason == "" {
+		reason = string(obj.Status.Phase)
+	}
+	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s: %s", obj.Status.Phase,
+		conditions.GetMessage(obj, commonv1.ReadyCondition))
+}
+
+func (r *ColonyReconciler) inventoryInterval() time.Duration {
+	if r.InventoryInterval > 0 {
+		return r.InventoryInterval
+	}
+	return 5 * time.Minute
+}
+
+// colonyOwner identifies a Colony to the delivery sink.
+func colonyOwner(obj *infrav1.Colony) delivery.Owner {
+	return delivery.Owner{Kind: infrav1.GroupVersion.WithKind("Colony").Kind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+}

@@ -1,0 +1,96 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+)
+
+// colonyBundleConfigMapIndex indexes Colonies by the bundle ConfigMaps they use.
+const colonyBundleConfigMapIndex = ".spec.colonyClusters.bundle.configMapRef"
+
+// SetupWithManager registers the Colony controller. It reacts to watches:
+// Colony spec changes, its ClusterDeployments, kubeconfig Secrets, bundle
+// ConfigMaps and the nodes of its child clusters.
+func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconcilerOptions) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &infrav1.Colony{}, colonyBundleConfigMapIndex,
+		func(o client.Object) []string {
+			var out []string
+			for _, c := range o.(*infrav1.Colony).Spec.ColonyClusters {
+				if c.Bundle != nil && c.Bundle.ConfigMapRef != nil {
+					out = append(out, c.Bundle.ConfigMapRef.Name)
+				}
+			}
+			return out
+		}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("colony").
+		For(&infrav1.Colony{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Owns(&k0rdentv1beta1.ClusterDeployment{}).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.colonyForKubeconfigSecret),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				return strings.HasSuffix(o.GetName(), k0rdentv1beta1.KubeconfigSecretSuffix)
+			}))).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.coloniesForConfigMap)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	if r.Children != nil {
+		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.colonyForCluster)))
+	}
+	return b.Complete(r)
+}
+
+// colonyForCluster maps a ClusterDeployment (or its child cluster) to the
+// Colony that owns it.
+func (r *ColonyReconciler) colonyForCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	if err := r.Get(ctx, client.ObjectKeyFromObject(o), cd); err != nil {
+		return nil
+	}
+	return colonyOwnerRequest(cd)
+}
+
+func (r *ColonyReconciler) colonyForKubeconfigSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	name := strings.TrimSuffix(o.GetName(), k0rdentv1beta1.KubeconfigSecretSuffix)
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: o.GetNamespace(), Name: name}, cd); err != nil {
+		return nil
+	}
+	return colonyOwnerRequest(cd)
+}
+
+func colonyOwnerRequest(o metav1.Object) []reconcile.Request {
+	if ref := metav1.GetControllerOf(o); ref != nil && ref.Kind == "Colony" &&
+		strings.HasPrefix(ref.APIVersion, infrav1.GroupVersion.Group+"/") {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
+	}
+	return nil
+}
+
+func (r *ColonyReconciler) coloniesForConfigMap(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &infrav1.ColonyList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()),
+		client.MatchingFields{colonyBundleConfigMapIndex: o.GetName()}); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for _, c := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return out
+}

@@ -1,0 +1,89 @@
+package controllers
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+)
+
+// fieldOwner is the field manager of every write Apiary makes.
+const fieldOwner = "apiary"
+
+// jitter spreads periodic requeues over ±10% of d, so that many objects
+// created together do not resync together.
+func jitter(d time.Duration) time.Duration {
+	if d <= 0 {
+		return d
+	}
+	spread := int64(d) / 5
+	return d - time.Duration(spread/2) + time.Duration(rand.Int64N(spread+1))
+}
+
+// jsonToMap decodes an optional JSON object.
+func jsonToMap(v *apiextensionsv1.JSON) (map[string]any, error) {
+	if v == nil || len(v.Raw) == 0 || string(v.Raw) == "null" {
+		return nil, nil
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(v.Raw, &out); err != nil {
+		return nil, fmt.Errorf("must be a JSON object: %w", err)
+	}
+	return out, nil
+}
+
+// allInvalid reports whether err, and every error joined into it, is an
+// Invalid answer of the API server: a terminal error that only a change of
+// spec can resolve.
+func allInvalid(err error) bool {
+	if err == nil {
+		return false
+	}
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range joined.Unwrap() {
+			if !allInvalid(e) {
+				return false
+			}
+		}
+		return true
+	}
+	if apierrors.IsInvalid(err) {
+		return true
+	}
+	if next := errors.Unwrap(err); next != nil {
+		return allInvalid(next)
+	}
+	return false
+}
+
+// unionInventory returns the entries of a and b, sorted by ID.
+func unionInventory(a, b *commonv1.ResourceInventory) *commonv1.ResourceInventory {
+	seen := map[string]commonv1.ResourceRef{}
+	for _, inv := range []*commonv1.ResourceInventory{a, b} {
+		if inv == nil {
+			continue
+		}
+		for _, e := range inv.Entries {
+			if _, ok := seen[e.ID]; !ok {
+				seen[e.ID] = e
+			}
+		}
+	}
+	out := &commonv1.ResourceInventory{Entries: make([]commonv1.ResourceRef, 0, len(seen))}
+	for _, e := range seen {
+		out.Entries = append(out.Entries, e)
+	}
+	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].ID < out.Entries[j].ID })
+	return out
+}
+
+// isDNSLabel reports whether s is a DNS-1123 label.
+func isDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }

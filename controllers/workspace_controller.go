@@ -1,0 +1,238 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/render"
+)
+
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicesets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=clusterdeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+
+// WorkspaceDeploymentReconciler deploys one workspace of a class on one
+// ClusterDeployment: it merges the class's defaults with the workspace's
+// overrides, installs shared prerequisites, waits for GPU capacity, and
+// delivers one k0rdent ServiceSet whose readiness it reads back.
+type WorkspaceDeploymentReconciler struct {
+	client.Client
+	// APIReader reads what the manager does not cache: values Secrets and
+	// ConfigMaps, and events for failure forensics.
+	APIReader     client.Reader
+	EventRecorder events.EventRecorder
+	Bundles       *render.Registry
+	Sink          delivery.Sink
+	Children      *childcluster.Manager
+	// NoCrossNamespaceRefs refuses ClusterDeployments outside the workspace's namespace.
+	NoCrossNamespaceRefs bool
+	// Settings are passed to bundles as .Input.operator.
+	Settings map[string]any
+
+	gate     *gpuGate
+	rendered renderCache
+}
+
+// WorkspaceDeploymentReconcilerOptions configure the WorkspaceDeployment controller.
+type WorkspaceDeploymentReconcilerOptions struct {
+	MaxConcurrentReconciles int
+}
+
+var workspaceOwnedConditions = []string{
+	commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition, commonv1.DeliveredCondition,
+	workspacesv1.ClassResolvedCondition, workspacesv1.ClusterDeploymentResolvedCondition,
+	workspacesv1.ConfigResolvedCondition, workspacesv1.ResourcesInjectedCondition,
+	workspacesv1.PrerequisitesMetCondition, workspacesv1.GPUCapacityCondition, workspacesv1.HelmReleaseReadyCondition,
+}
+
+// defaultDeployTimeout bounds a release's install when the class sets none.
+const defaultDeployTimeout = 15 * time.Minute
+
+// Reconcile is the entry point of a WorkspaceDeployment's reconciliation.
+func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &workspacesv1.WorkspaceDeployment{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	sp := patch.NewSerialPatcher(obj, r.Client)
+	oldPhase := obj.Status.Phase
+	defer func() {
+		summarizeWorkspace(obj, retErr)
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: workspaceOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
+		if conditions.IsReady(obj) || conditions.IsStalled(obj) {
+			opts = append(opts, patch.WithStatusObservedGeneration{})
+		}
+		if err := sp.Patch(ctx, obj, opts...); err != nil && !(apierrors.IsNotFound(err) && !obj.DeletionTimestamp.IsZero()) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+		r.notify(obj, oldPhase)
+		if retErr != nil {
+			result = ctrl.Result{}
+		}
+	}()
+
+	// Deletion comes before suspension: a suspended workspace can be deleted.
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
+		controllerutil.AddFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer)
+		if err := sp.Patch(ctx, obj); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	if obj.Spec.Suspend {
+		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	if obj.Status.Phase == "" {
+		obj.Status.Phase = workspacesv1.PhasePending
+	}
+	return r.reconcile(ctx, obj)
+}
+
+// reconcile runs the workspace's steps in order; each either lets the next
+// run or ends the reconciliation with a phase that says why.
+func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
+	w := &workspaceRun{obj: obj}
+	steps := []func(context.Context, *workspaceRun) (stepResult, error){
+		r.resolveClass,
+		r.resolveCluster,
+		r.resolveResources,
+		r.reconcilePrerequisites,
+		r.admitGPUs,
+		r.deploy,
+		r.observeRelease,
+	}
+	for _, step := range steps {
+		res, err := step(ctx, w)
+		if err != nil || res.stop {
+			return ctrl.Result{RequeueAfter: res.requeueAfter}, err
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// workspaceRun carries what the steps of one reconciliation found.
+type workspaceRun struct {
+	obj      *workspacesv1.WorkspaceDeployment
+	class    *workspacesv1.WorkspaceClass
+	cdKey    types.NamespacedName
+	cd       *k0rdentv1beta1.ClusterDeployment
+	resolved workspacesv1.WorkspaceResourceSpec
+	selector map[string]string
+	demand   int64
+}
+
+// stepResult ends the reconciliation when stop is set.
+type stepResult struct {
+	stop         bool
+	requeueAfter time.Duration
+}
+
+var proceed = stepResult{}
+
+func stopWith(requeueAfter time.Duration) stepResult {
+	return stepResult{stop: true, requeueAfter: requeueAfter}
+}
+
+// reconcileDelete removes the workspace in order: its ServiceSet (awaited,
+// so the release is uninstalled), then its namespace on the child, then the
+// finalizer. Prerequisites stay: other workspaces may use them.
+func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
+		return ctrl.Result{}, nil
+	}
+	obj.Status.Phase = workspacesv1.PhaseDeleting
+	obj.Status.Message = "deleting the workspace's ServiceSet"
+	var inv *commonv1.ResourceInventory
+	if obj.Status.Delivery != nil {
+		inv = obj.Status.Delivery.Inventory
+	}
+	done, err := r.Sink.Delete(ctx, workspaceOwner(obj), inv)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting the workspace's ServiceSet: %w", err)
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	cdKey := clusterKey(obj)
+	r.gate.forget(cdKey, client.ObjectKeyFromObject(obj))
+	r.rendered.forget(client.ObjectKeyFromObject(obj))
+	if r.Children != nil {
+		r.Children.Release(cdKey, workspaceWatchOwner(obj))
+	}
+	obj.Status.Message = "deleting the workspace's namespace on the child cluster"
+	if err := r.deleteChildNamespace(ctx, obj, cdKey); err != nil {
+		return ctrl.Result{}, err
+	}
+	controllerutil.RemoveFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer)
+	return ctrl.Result{}, nil
+}
+
+// notify records an event when the workspace's phase changed.
+func (r *WorkspaceDeploymentReconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase workspacesv1.WorkspacePhase) {
+	if r.EventRecorder == nil || obj.Status.Phase == oldPhase {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	reason := string(obj.Status.Phase)
+	if obj.Status.Phase == workspacesv1.PhaseFailed {
+		eventType = corev1.EventTypeWarning
+		if obj.Status.FailureContext != nil && obj.Status.FailureContext.Reason != "" {
+			reason = obj.Status.FailureContext.Reason
+		}
+	}
+	if obj.Status.Phase == workspacesv1.PhaseWaiting {
+		reason = workspacesv1.WaitingForGPUCapacityReason
+	}
+	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
+}
+
+// workspaceOwner identifies a workspace to the delivery sink.
+func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
+	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+}
+
+func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
+	return "workspace/" + obj.Namespace + "/" + obj.Name
+}
+
+// clusterKey is the ClusterDeployment a workspace targets; the namespace
+// defaults to the workspace's.
+func clusterKey(obj *workspacesv1.WorkspaceDeployment) types.NamespacedName {
+	ns := obj.Spec.ClusterDeploymentRef.Namespace
+	if ns == "" {
+		ns = obj.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: obj.Spec.ClusterDeploymentRef.Name}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,251 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/naming"
+)
+
+// Labels of a workspace's namespace on the child cluster.
+const (
+	WorkspaceLabel               = "workspaces.exalsius.ai/workspace"
+	WorkspaceOwnerNamespaceLabel = "workspaces.exalsius.ai/workspace-namespace"
+	managedByLabel               = "app.kubernetes.io/managed-by"
+)
+
+// serviceSetName is the name of a workspace's ServiceSet.
+func serviceSetName(obj *workspacesv1.WorkspaceDeployment) string {
+	return naming.Bounded("wsd-" + clusterKey(obj).Name + "-" + obj.Name)
+}
+
+// releaseName is the Helm release (and ServiceSet entry) of a workspace,
+// bounded to Helm's 53 characters.
+func releaseName(obj *workspacesv1.WorkspaceDeployment) string {
+	return naming.BoundedTo("wsd-"+clusterKey(obj).Name+"-"+obj.Name, 53)
+}
+
+// childNamespace is a workspace's namespace on the child cluster.
+func childNamespace(workspace string) string { return "ws-" + workspace }
+
+// deploy renders the workspace's objects and hands them to the sink. The
+// child namespace is prepared first, whenever the rendered objects change.
+func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	desired, res, err := r.desired(ctx, w)
+	if err != nil || res.stop {
+		return res, err
+	}
+	obj.Status.ResolvedResources = w.resolved.DeepCopy()
+	obj.Status.ServiceEntryName = releaseName(obj)
+	if obj.Status.Delivery == nil {
+		obj.Status.Delivery = &commonv1.DeliveryStatus{}
+	}
+	d := obj.Status.Delivery
+	changed := d.Digest != desired.digest
+	if changed {
+		if res, err := r.ensureChildNamespace(ctx, w); err != nil || res.stop {
+			return res, err
+		}
+	}
+	d.Mode = r.Sink.Mode()
+	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), desired.objects, d.Inventory)
+	if result != nil {
+		d.Inventory = result.Inventory
+		if result.Revision != "" {
+			d.Revision = result.Revision
+		}
+		if len(result.Changed) > 0 {
+			now := metav1.Now()
+			d.LastDeliveredTime = &now
+		}
+	}
+	if err != nil {
+		conditions.MarkFalse(obj, commonv1.DeliveredCondition, commonv1.DeliveryFailedReason, "%s", err)
+		if allInvalid(err) {
+			r.fail(ctx, obj, commonv1.DeliveryFailedReason, fmt.Sprintf("the API server refused the workspace's objects: %s", err))
+			return stopWith(0), nil
+		}
+		return stopWith(0), fmt.Errorf("delivering the workspace's objects: %w", err)
+	}
+	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(desired.objects), d.Mode)
+	if changed {
+		d.Digest = desired.digest
+		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
+			"waiting for release %s (%s) to be deployed", releaseName(obj), shortDigest(desired.digest))
+	}
+	return proceed, nil
+}
+
+// observeRelease reads the workspace's release state from its ServiceSet.
+func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	ss := &k0rdentv1beta1.ServiceSet{}
+	if err := r.Get(ctx, client.ObjectKey{Namespace: w.cdKey.Namespace, Name: serviceSetName(obj)}, ss); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return stopWith(0), fmt.Errorf("reading ServiceSet: %w", err)
+		}
+		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, "waiting for the ServiceSet to appear"
+		return stopWith(5 * time.Second), nil
+	}
+	name := releaseName(obj)
+	var state *k0rdentv1beta1.ServiceState
+	for i := range ss.Status.Services {
+		if ss.Status.Services[i].Name == name {
+			state = &ss.Status.Services[i]
+		}
+	}
+	current := true
+	for _, c := range ss.Status.Conditions {
+		if c.ObservedGeneration < ss.Generation {
+			current = false
+		}
+	}
+	switch {
+	case state != nil && state.State == k0rdentv1beta1.ServiceStateFailed:
+		msg := "Helm release failed: " + state.FailureMessage
+		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseFailedReason, "%s", msg)
+		r.gate.forget(w.cdKey, client.ObjectKeyFromObject(obj))
+		r.fail(ctx, obj, workspacesv1.HelmReleaseFailedReason, msg)
+		return stopWith(0), nil
+	case state != nil && state.State == k0rdentv1beta1.ServiceStateDeployed && current:
+		conditions.MarkTrue(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseDeployedReason, "release %s is deployed", name)
+		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseRunning, "Workspace is running"
+		return proceed, nil
+	}
+	seen := "no state yet"
+	if state != nil {
+		seen = "state " + state.State
+	}
+	if !conditions.IsFalse(obj, workspacesv1.HelmReleaseReadyCondition) {
+		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
+			"waiting for release %s to be deployed", name)
+	}
+	since := conditions.GetLastTransitionTime(obj, workspacesv1.HelmReleaseReadyCondition)
+	timeout := deployTimeout(w.class)
+	if since != nil && time.Since(since.Time) > timeout {
+		msg := fmt.Sprintf("release %s was not deployed within %s (%s)", name, timeout, seen)
+		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.DeployTimeoutReason, "%s", msg)
+		r.fail(ctx, obj, workspacesv1.DeployTimeoutReason, msg)
+		return stopWith(0), nil
+	}
+	obj.Status.Phase = workspacesv1.PhaseDeploying
+	obj.Status.Message = fmt.Sprintf("waiting for release %s on cluster %q: %s", name, w.cdKey.Name, seen)
+	wait := timeout
+	if since != nil {
+		wait = time.Until(since.Add(timeout)) + time.Second
+	}
+	return stopWith(wait), nil
+}
+
+// ensureChildNamespace prepares ws-<name> on the child before the release
+// lands in it. A namespace that belongs to another workspace is refused;
+// one that is still terminating is waited for.
+func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	c, err := r.Children.Client(ctx, w.cdKey)
+	if err != nil {
+		pending(obj, "waiting for access to the child cluster: %s", err)
+		return stopWith(30 * time.Second), nil
+	}
+	name := childNamespace(obj.Name)
+	ns := &corev1.Namespace{}
+	err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
+	switch {
+	case apierrors.IsNotFound(err):
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: namespaceLabels(obj)}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
+		}
+		return proceed, nil
+	case err != nil:
+		pending(obj, "waiting for access to the child cluster: %s", err)
+		return stopWith(30 * time.Second), nil
+	case !ns.DeletionTimestamp.IsZero():
+		pending(obj, "Waiting for workspace namespace %q on the child cluster to finish terminating", name)
+		return stopWith(5 * time.Second), nil
+	}
+	owner, labelled := ns.Labels[WorkspaceOwnerNamespaceLabel]
+	switch {
+	case ns.Labels[WorkspaceLabel] != obj.Name:
+		msg := fmt.Sprintf("namespace %q already exists on cluster %q and was not created for this workspace", name, w.cdKey.Name)
+		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.NamespaceConflictReason, "%s", msg)
+		r.fail(ctx, obj, workspacesv1.NamespaceConflictReason, msg)
+		return stopWith(0), nil
+	case labelled && owner != naming.LabelValue(obj.Namespace):
+		msg := fmt.Sprintf("namespace %q on cluster %q belongs to workspace %s in namespace %q", name, w.cdKey.Name, obj.Name, owner)
+		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.NamespaceConflictReason, "%s", msg)
+		r.fail(ctx, obj, workspacesv1.NamespaceConflictReason, msg)
+		return stopWith(0), nil
+	case !labelled:
+		// Created by the exalsius operator for this workspace: adopt it.
+		patch := client.MergeFrom(ns.DeepCopy())
+		for k, v := range namespaceLabels(obj) {
+			ns.Labels[k] = v
+		}
+		if err := c.Patch(ctx, ns, patch); err != nil {
+			return stopWith(0), fmt.Errorf("labelling namespace %s on %s: %w", name, w.cdKey, err)
+		}
+	}
+	return proceed, nil
+}
+
+func namespaceLabels(obj *workspacesv1.WorkspaceDeployment) map[string]string {
+	return map[string]string{
+		WorkspaceLabel:               obj.Name,
+		WorkspaceOwnerNamespaceLabel: naming.LabelValue(obj.Namespace),
+		managedByLabel:               "apiary",
+	}
+}
+
+// deleteChildNamespace deletes ws-<name> on the child when it is the
+// workspace's. It is skipped when the cluster is gone or going: its teardown
+// removes everything.
+func (r *WorkspaceDeploymentReconciler) deleteChildNamespace(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, cdKey types.NamespacedName) error {
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	if err := r.Get(ctx, cdKey, cd); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading ClusterDeployment %s: %w", cdKey, err)
+	}
+	if !cd.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	c, err := r.Children.Client(ctx, cdKey)
+	if err != nil {
+		return fmt.Errorf("reaching cluster %s to delete the workspace's namespace: %w", cdKey, err)
+	}
+	ns := &corev1.Namespace{}
+	if err := c.Get(ctx, client.ObjectKey{Name: childNamespace(obj.Name)}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("reading namespace %s on %s: %w", childNamespace(obj.Name), cdKey, err)
+	}
+	if ns.Labels[WorkspaceLabel] != obj.Name || ns.Labels[WorkspaceOwnerNamespaceLabel] != naming.LabelValue(obj.Namespace) {
+		return nil
+	}
+	if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting namespace %s on %s: %w", ns.Name, cdKey, err)
+	}
+	return nil
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}

@@ -1,0 +1,154 @@
+package controllers
+
+import (
+	"context"
+
+	"github.com/fluxcd/pkg/runtime/predicates"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+)
+
+const (
+	// workspaceClusterIndex indexes workspaces by "<ns>/<name>" of their ClusterDeployment.
+	workspaceClusterIndex = ".spec.clusterDeploymentRef"
+	// workspaceValuesFromIndex indexes workspaces by "<Kind>/<name>" of their valuesFrom objects.
+	workspaceValuesFromIndex = ".spec.valuesFrom"
+)
+
+// SetupWithManager registers the WorkspaceDeployment controller. It reacts
+// to watches: workspaces, their classes and clusters, ServiceSets, values
+// Secrets and ConfigMaps, and the nodes and pods of child clusters while a
+// workspace waits for GPUs.
+func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
+	r.gate = newGPUGate()
+	indexer := mgr.GetFieldIndexer()
+	if err := indexer.IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, workspaceClusterIndex,
+		func(o client.Object) []string {
+			return []string{clusterKey(o.(*workspacesv1.WorkspaceDeployment)).String()}
+		}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, workspaceValuesFromIndex,
+		func(o client.Object) []string {
+			var out []string
+			for _, v := range o.(*workspacesv1.WorkspaceDeployment).Spec.ValuesFrom {
+				out = append(out, v.Kind+"/"+v.Name)
+			}
+			return out
+		}); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		Named("workspacedeployment").
+		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfClass)).
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfCluster)).
+		Watches(&k0rdentv1beta1.ServiceSet{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfServiceSet)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("Secret"))).
+		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
+		// A workspace that goes or fails may free GPUs for those waiting.
+		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.waitingSiblings),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return true },
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					o, n := e.ObjectOld.(*workspacesv1.WorkspaceDeployment), e.ObjectNew.(*workspacesv1.WorkspaceDeployment)
+					return o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero()
+				},
+			})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
+	if r.Children != nil {
+		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.waitingOnCluster),
+			childcluster.NodeKind, childcluster.PodKind))
+	}
+	return b.Complete(r)
+}
+
+func requests(list []workspacesv1.WorkspaceDeployment, keep func(*workspacesv1.WorkspaceDeployment) bool) []reconcile.Request {
+	out := make([]reconcile.Request, 0, len(list))
+	for i := range list {
+		if keep == nil || keep(&list[i]) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list[i])})
+		}
+	}
+	return out
+}
+
+func (r *WorkspaceDeploymentReconciler) listBy(ctx context.Context, field, value string) []workspacesv1.WorkspaceDeployment {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.MatchingFields{field: value}); err != nil {
+		return nil
+	}
+	return list.Items
+}
+
+func (r *WorkspaceDeploymentReconciler) workspacesOfClass(ctx context.Context, o client.Object) []reconcile.Request {
+	return requests(r.listBy(ctx, workspaceClassIndex, o.GetName()), nil)
+}
+
+func (r *WorkspaceDeploymentReconciler) workspacesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(o).String()), nil)
+}
+
+// workspacesOfServiceSet maps a workspace's ServiceSet to it, and a shared
+// prerequisite ServiceSet to the workspaces of its cluster that wait for it.
+func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Context, o client.Object) []reconcile.Request {
+	labels := o.GetLabels()
+	if labels[RoleLabel] == RolePrerequisite {
+		ss, ok := o.(*k0rdentv1beta1.ServiceSet)
+		if !ok {
+			return nil
+		}
+		key := client.ObjectKey{Namespace: ss.Namespace, Name: ss.Spec.Cluster}.String()
+		return requests(r.listBy(ctx, workspaceClusterIndex, key), func(w *workspacesv1.WorkspaceDeployment) bool {
+			return w.Status.Phase == workspacesv1.PhaseInstallingPrerequisites || w.Status.Phase == workspacesv1.PhasePending
+		})
+	}
+	name, ns := labels[WorkspaceLabel], labels[WorkspaceOwnerNamespaceLabel]
+	if name == "" || ns == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+}
+
+func (r *WorkspaceDeploymentReconciler) workspacesOfValues(kind string) handler.MapFunc {
+	return func(ctx context.Context, o client.Object) []reconcile.Request {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.List(ctx, list, client.InNamespace(o.GetNamespace()),
+			client.MatchingFields{workspaceValuesFromIndex: kind + "/" + o.GetName()}); err != nil {
+			return nil
+		}
+		return requests(list.Items, nil)
+	}
+}
+
+// waitingSiblings maps a workspace to the workspaces of its cluster that wait for GPUs.
+func (r *WorkspaceDeploymentReconciler) waitingSiblings(ctx context.Context, o client.Object) []reconcile.Request {
+	w, ok := o.(*workspacesv1.WorkspaceDeployment)
+	if !ok {
+		return nil
+	}
+	return requests(r.listBy(ctx, workspaceClusterIndex, clusterKey(w).String()), func(s *workspacesv1.WorkspaceDeployment) bool {
+		return s.UID != w.UID && s.Status.Phase == workspacesv1.PhaseWaiting
+	})
+}
+
+// waitingOnCluster maps a change in a child cluster to the workspaces that wait on it.
+func (r *WorkspaceDeploymentReconciler) waitingOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(o).String()), func(s *workspacesv1.WorkspaceDeployment) bool {
+		return s.Status.Phase == workspacesv1.PhaseWaiting || s.Status.Phase == workspacesv1.PhasePending
+	})
+}

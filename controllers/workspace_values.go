@@ -1,0 +1,301 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/yaml"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/naming"
+	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/workspace/values"
+)
+
+// desiredSet is what a workspace's bundle rendered, with its digest.
+type desiredSet struct {
+	fingerprint string
+	digest      string
+	objects     []*unstructured.Unstructured
+	injected    []values.Overwrite
+}
+
+// renderCache keeps each workspace's last rendering, keyed by a fingerprint
+// of its inputs, so a steady-state reconcile neither re-reads values Secrets
+// nor re-renders.
+type renderCache struct {
+	mu      sync.Mutex
+	entries map[types.NamespacedName]*desiredSet
+}
+
+func (c *renderCache) get(key types.NamespacedName, fingerprint string) *desiredSet {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.entries[key]; e != nil && e.fingerprint == fingerprint {
+		return e
+	}
+	return nil
+}
+
+func (c *renderCache) put(key types.NamespacedName, d *desiredSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.entries == nil {
+		c.entries = map[types.NamespacedName]*desiredSet{}
+	}
+	c.entries[key] = d
+}
+
+func (c *renderCache) forget(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, key)
+}
+
+// desired returns the workspace's rendered objects: from the cache when the
+// inputs did not change, else merged, injected and rendered anew.
+func (r *WorkspaceDeploymentReconciler) desired(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
+	obj := w.obj
+	fp, err := r.fingerprint(ctx, w)
+	if err != nil {
+		return nil, stopWith(0), err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	if d := r.rendered.get(key, fp); d != nil {
+		return copySet(d), proceed, nil
+	}
+	d, res, err := r.render(ctx, w)
+	if err != nil || res.stop {
+		return nil, res, err
+	}
+	d.fingerprint = fp
+	r.rendered.put(key, d)
+	return copySet(d), proceed, nil
+}
+
+func copySet(d *desiredSet) *desiredSet {
+	out := *d
+	out.objects = make([]*unstructured.Unstructured, len(d.objects))
+	for i, o := range d.objects {
+		out.objects[i] = o.DeepCopy()
+	}
+	return &out
+}
+
+// fingerprint hashes every input of the rendering, reading the values
+// Secrets and ConfigMaps only through their cached metadata.
+func (r *WorkspaceDeploymentReconciler) fingerprint(ctx context.Context, w *workspaceRun) (string, error) {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	_ = enc.Encode([]any{w.obj.UID, w.obj.Generation, w.class.UID, w.class.Generation, w.cdKey.String(), w.resolved, w.selector})
+	for _, ref := range w.obj.Spec.ValuesFrom {
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(ref.Kind))
+		err := r.Get(ctx, client.ObjectKey{Namespace: w.obj.Namespace, Name: ref.Name}, meta)
+		if client.IgnoreNotFound(err) != nil {
+			return "", fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
+		}
+		_ = enc.Encode([]string{ref.Kind, ref.Name, meta.ResourceVersion})
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// render merges the class's defaults with the workspace's values and its
+// valuesFrom, keeps secret values apart, injects the resolved resources and
+// renders the workspace's bundle.
+func (r *WorkspaceDeploymentReconciler) render(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
+	obj, class := w.obj, w.class
+	classValues, err := jsonToMap(class.Spec.DefaultValues)
+	if err != nil {
+		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, "defaultValues of the class: "+err.Error()), nil
+	}
+	userValues, err := jsonToMap(obj.Spec.Values)
+	if err != nil {
+		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, "spec.values: "+err.Error()), nil
+	}
+	public, secret, err := values.SplitSecrets(values.MergeValues(classValues, userValues), class.Spec.UserFacingConfig)
+	if err != nil {
+		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, err.Error()), nil
+	}
+	for i, ref := range obj.Spec.ValuesFrom {
+		content, found, err := r.valuesContent(ctx, obj.Namespace, ref)
+		if err != nil {
+			return nil, stopWith(0), err
+		}
+		if !found {
+			if ref.Optional {
+				continue
+			}
+			msg := fmt.Sprintf("spec.valuesFrom[%d]: %s %s has no key %q", i, ref.Kind, ref.Name, valuesKey(ref))
+			conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, "ValuesFromNotFound", "%s", msg)
+			pending(obj, "%s", msg)
+			return nil, stopWith(30 * time.Second), nil
+		}
+		target := &public
+		if ref.Kind == "Secret" {
+			target = &secret
+		}
+		merged, err := values.MergeFrom(*target, content, ref.TargetPath)
+		if err != nil {
+			return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, fmt.Sprintf("spec.valuesFrom[%d]: %s", i, err)), nil
+		}
+		*target = merged
+	}
+	if missing := values.CheckRequired(public, secret, class.Spec.UserFacingConfig); len(missing) > 0 {
+		return nil, r.configFailed(ctx, obj, workspacesv1.RequiredConfigMissingReason,
+			fmt.Sprintf("required values missing: %s (set them in spec.values or spec.valuesFrom)", strings.Join(missing, ", "))), nil
+	}
+	conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, "ConfigResolved", "values resolved")
+
+	placement := values.GPUPlacement{NodeSelector: w.selector}
+	if w.demand > 0 {
+		vendor := ""
+		if pr := w.resolved.PerReplica; pr != nil && pr.GPUVendor != nil {
+			vendor = string(*pr.GPUVendor)
+		}
+		placement.Vendor, placement.ResourceName = vendor, values.ResourceNameFor(vendor)
+	}
+	if public == nil {
+		public = map[string]any{}
+	}
+	injected, err := values.Inject(public, w.resolved, placement, class.Spec.ResourceInjection)
+	if err != nil {
+		return nil, r.configFailed(ctx, obj, workspacesv1.InvalidResourceInjectionReason, err.Error()), nil
+	}
+	r.markInjected(obj, injected.Overwritten)
+	objects, digest, err := r.renderBundle(ctx, w, public, secret)
+	if err != nil {
+		if _, ok := err.(*render.Error); ok {
+			return nil, r.configFailed(ctx, obj, "RenderFailed", err.Error()), nil
+		}
+		return nil, stopWith(0), err
+	}
+	return &desiredSet{digest: digest, objects: objects, injected: injected.Overwritten}, proceed, nil
+}
+
+func (r *WorkspaceDeploymentReconciler) markInjected(obj *workspacesv1.WorkspaceDeployment, overwritten []values.Overwrite) {
+	if len(overwritten) == 0 {
+		conditions.MarkTrue(obj, workspacesv1.ResourcesInjectedCondition, workspacesv1.ResourcesInjectedReason, "resources injected")
+		return
+	}
+	msgs := make([]string, 0, len(overwritten))
+	for _, o := range overwritten {
+		msgs = append(msgs, o.String())
+	}
+	conditions.MarkFalse(obj, workspacesv1.ResourcesInjectedCondition, workspacesv1.UserPathsOverwrittenReason, "%s", strings.Join(msgs, "; "))
+}
+
+// configFailed fails the workspace for a problem of its configuration.
+func (r *WorkspaceDeploymentReconciler) configFailed(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, reason, msg string) stepResult {
+	conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, reason, "%s", msg)
+	r.fail(ctx, obj, reason, msg)
+	return stopWith(0)
+}
+
+func valuesKey(ref workspacesv1.ValuesReference) string {
+	if ref.ValuesKey != "" {
+		return ref.ValuesKey
+	}
+	return "values.yaml"
+}
+
+// valuesContent reads one valuesFrom key, uncached.
+func (r *WorkspaceDeploymentReconciler) valuesContent(ctx context.Context, namespace string, ref workspacesv1.ValuesReference) ([]byte, bool, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
+	switch ref.Kind {
+	case "Secret":
+		s := &corev1.Secret{}
+		if err := r.APIReader.Get(ctx, key, s); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("reading Secret %s: %w", key, err)
+		}
+		v, ok := s.Data[valuesKey(ref)]
+		return v, ok, nil
+	default:
+		cm := &corev1.ConfigMap{}
+		if err := r.APIReader.Get(ctx, key, cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("reading ConfigMap %s: %w", key, err)
+		}
+		if v, ok := cm.Data[valuesKey(ref)]; ok {
+			return []byte(v), true, nil
+		}
+		v, ok := cm.BinaryData[valuesKey(ref)]
+		return v, ok, nil
+	}
+}
+
+// renderBundle renders the workspace's ServiceSet (and values Secret).
+func (r *WorkspaceDeploymentReconciler) renderBundle(ctx context.Context, w *workspaceRun, public, secret map[string]any) ([]*unstructured.Unstructured, string, error) {
+	obj, class := w.obj, w.class
+	bundle, err := resolveBundle(ctx, r.APIReader, r.Bundles, class.Namespace, class.Spec.Bundle, render.WorkspaceServiceSetBundle)
+	if err != nil {
+		return nil, "", err
+	}
+	valuesJSON, err := values.Marshal(public)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding values: %w", err)
+	}
+	var valuesSecret any
+	if len(secret) > 0 {
+		doc, err := yaml.Marshal(secret)
+		if err != nil {
+			return nil, "", fmt.Errorf("encoding secret values: %w", err)
+		}
+		valuesSecret = map[string]any{"name": naming.Bounded(serviceSetName(obj) + "-values"), "values": string(doc)}
+	}
+	out, err := bundle.Render(render.Request{ReleaseName: releaseName(obj), Namespace: w.cdKey.Namespace, Input: map[string]any{
+		"workspace": map[string]any{"name": obj.Name, "namespace": obj.Namespace, "uid": string(obj.UID), "labels": stringMap(obj.Labels)},
+		"class": map[string]any{"name": class.Name, "serviceTemplate": map[string]any{
+			"name": class.Spec.ServiceTemplate.Name, "namespace": class.Spec.ServiceTemplate.Namespace}},
+		"cluster":          map[string]any{"name": w.cdKey.Name, "namespace": w.cdKey.Namespace},
+		"serviceSetName":   serviceSetName(obj),
+		"releaseName":      releaseName(obj),
+		"releaseNamespace": childNamespace(obj.Name),
+		"serviceTemplate":  class.Spec.ServiceTemplate.Name,
+		"values":           valuesJSON,
+		"valuesSecret":     valuesSecret,
+		"helm":             map[string]any{"wait": true, "timeout": deployTimeout(class).String()},
+		"provider":         map[string]any{"name": k0rdentv1beta1.DefaultStateManagementProviderName},
+		"labels":           map[string]any{},
+		"operator":         r.Settings,
+	}})
+	if err != nil {
+		return nil, "", err
+	}
+	for _, o := range out.Objects {
+		if o.GetNamespace() == obj.Namespace {
+			if err := controllerutil.SetControllerReference(obj, o, r.Scheme()); err != nil {
+				return nil, "", fmt.Errorf("owning %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+		}
+	}
+	return out.Objects, out.Digest(), nil
+}
+
+func stringMap(m map[string]string) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,194 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/workspace/values"
+)
+
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicetemplates,verbs=get;list;watch
+
+// WorkspaceClassReconciler mirrors the validity of a class's ServiceTemplates
+// on the class, and keeps a class that workspaces use from disappearing
+// under them.
+type WorkspaceClassReconciler struct {
+	client.Client
+	EventRecorder events.EventRecorder
+}
+
+// WorkspaceClassReconcilerOptions configure the WorkspaceClass controller.
+type WorkspaceClassReconcilerOptions struct {
+	MaxConcurrentReconciles int
+}
+
+var classOwnedConditions = []string{commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition}
+
+// Reconcile is the entry point of a WorkspaceClass's reconciliation.
+func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &workspacesv1.WorkspaceClass{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	sp := patch.NewSerialPatcher(obj, r.Client)
+	defer func() {
+		if retErr != nil {
+			conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", retErr)
+			conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", retErr)
+		}
+		opts := []patch.Option{patch.WithOwnedConditions{Conditions: classOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
+		// valid and validationError are a verdict on the generation just
+		// evaluated, also when it is "not valid".
+		if retErr == nil && obj.DeletionTimestamp.IsZero() {
+			opts = append(opts, patch.WithStatusObservedGeneration{})
+		}
+		if err := sp.Patch(ctx, obj, opts...); err != nil && !(apierrors.IsNotFound(err) && !obj.DeletionTimestamp.IsZero()) {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
+	}
+	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceClassFinalizer) {
+		controllerutil.AddFinalizer(obj, workspacesv1.WorkspaceClassFinalizer)
+		if err := sp.Patch(ctx, obj); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+	return ctrl.Result{}, r.validate(ctx, obj)
+}
+
+// validate sets status.valid and the Ready condition from the class's
+// ServiceTemplates and injection paths.
+func (r *WorkspaceClassReconciler) validate(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
+	setValid := func(valid bool, reason, msg string) {
+		obj.Status.Valid, obj.Status.ValidationError = valid, ""
+		conditions.Delete(obj, commonv1.ReconcilingCondition)
+		if valid {
+			conditions.MarkTrue(obj, commonv1.ReadyCondition, commonv1.SucceededReason, "%s", msg)
+			conditions.Delete(obj, commonv1.StalledCondition)
+			return
+		}
+		obj.Status.ValidationError = msg
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, reason, "%s", msg)
+	}
+	// The class is immutable: a bad injection path can only be fixed by a new class.
+	if err := errors.Join(values.ValidateInjection(obj.Spec.ResourceInjection), values.ValidateFields(obj.Spec.UserFacingConfig)); err != nil {
+		setValid(false, workspacesv1.InvalidResourceInjectionReason, err.Error())
+		conditions.MarkStalled(obj, workspacesv1.InvalidResourceInjectionReason, "%s", err)
+		return nil
+	}
+	conditions.Delete(obj, commonv1.StalledCondition)
+	refs := []workspacesv1.ServiceTemplateRef{obj.Spec.ServiceTemplate}
+	for _, p := range obj.Spec.Prerequisites {
+		refs = append(refs, p.ServiceTemplate)
+	}
+	for i, ref := range refs {
+		what := "ServiceTemplate"
+		if i > 0 {
+			what = "prerequisite ServiceTemplate"
+		}
+		reason, msg, err := r.checkTemplate(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			setValid(false, reason, what+" "+msg)
+			return nil
+		}
+	}
+	setValid(true, "", fmt.Sprintf("ServiceTemplate %s is valid", templateKey(obj.Spec.ServiceTemplate)))
+	return nil
+}
+
+// checkTemplate returns a reason and message when the template is missing,
+// invalid or outside its version constraint.
+func (r *WorkspaceClassReconciler) checkTemplate(ctx context.Context, ref workspacesv1.ServiceTemplateRef) (string, string, error) {
+	st := &k0rdentv1beta1.ServiceTemplate{}
+	if err := r.Get(ctx, templateKey(ref), st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return workspacesv1.ServiceTemplateNotFoundReason, templateKey(ref).String() + " not found", nil
+		}
+		return "", "", fmt.Errorf("reading ServiceTemplate %s: %w", templateKey(ref), err)
+	}
+	if !st.Status.Valid {
+		msg := st.Status.ValidationError
+		if msg == "" {
+			msg = "is not valid"
+		}
+		return workspacesv1.ServiceTemplateInvalidReason, fmt.Sprintf("%s: %s", templateKey(ref), msg), nil
+	}
+	if ref.VersionConstraint == "" {
+		return "", "", nil
+	}
+	constraint, err := semver.NewConstraint(ref.VersionConstraint)
+	if err != nil {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: versionConstraint %q: %s", templateKey(ref), ref.VersionConstraint, err), nil
+	}
+	version, err := semver.NewVersion(st.Spec.Version)
+	if err != nil {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: version %q is not semantic, so versionConstraint %q cannot hold", templateKey(ref), st.Spec.Version, ref.VersionConstraint), nil
+	}
+	if !constraint.Check(version) {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: version %s does not satisfy %q", templateKey(ref), version, ref.VersionConstraint), nil
+	}
+	return "", "", nil
+}
+
+// reconcileDelete holds the class while workspaces use it.
+func (r *WorkspaceClassReconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.MatchingFields{workspaceClassIndex: obj.Name}); err != nil {
+		return fmt.Errorf("listing workspaces of class %s: %w", obj.Name, err)
+	}
+	var users []string
+	for _, w := range list.Items {
+		users = append(users, w.Namespace+"/"+w.Name)
+	}
+	if len(users) > 0 {
+		sort.Strings(users)
+		shown := users
+		if len(shown) > 10 {
+			shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(users)-10))
+		}
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, workspacesv1.ClassInUseReason,
+			"deletion waits: the class is used by %d workspaces: %s", len(users), strings.Join(shown, ", "))
+		conditions.MarkReconciling(obj, workspacesv1.ClassInUseReason, "waiting for %d workspaces to go", len(users))
+		return nil
+	}
+	controllerutil.RemoveFinalizer(obj, workspacesv1.WorkspaceClassFinalizer)
+	return nil
+}
+
+// templateKey is where a class's ServiceTemplate is looked up: its namespace,
+// or kcm-system.
+func templateKey(ref workspacesv1.ServiceTemplateRef) client.ObjectKey {
+	ns := ref.Namespace
+	if ns == "" {
+		ns = k0rdentv1beta1.SystemNamespace
+	}
+	return client.ObjectKey{Namespace: ns, Name: ref.Name}
+}
