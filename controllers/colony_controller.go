@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
@@ -105,6 +106,9 @@ func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if obj.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
 		return ctrl.Result{}, nil
+	}
+	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.LastHandledReconcileAt = v
 	}
 	return r.reconcile(ctx, obj)
 }

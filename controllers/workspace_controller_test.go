@@ -76,7 +76,9 @@ func TestWorkspaceQuickStartAsWritten(t *testing.T) {
 
 	// Teardown in the quick start's order.
 	g.Expect(env.Client.Delete(ctx, wsd)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{})) },
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
+	},
 		timeout, 200*time.Millisecond).Should(BeTrue())
 	g.Expect(env.Client.Delete(ctx, class)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, colony)).To(Succeed())
@@ -265,7 +267,9 @@ func TestWorkspaceDeletionOrderAndSuspend(t *testing.T) {
 	w.Spec.Suspend = true
 	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())
-	g.Eventually(func() bool { return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{})) },
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
+	},
 		timeout, 200*time.Millisecond).Should(BeTrue())
 	// By then the ServiceSet is gone and the child namespace is being deleted
 	// (envtest has no namespace controller to finish it).
