@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -89,7 +90,7 @@ func BenchmarkColony200(b *testing.B) {
 		// Resyncs: a node without GPUs joins and leaves the child; every
 		// cluster's cache sees it and the Colony reconciles.
 		const resyncs = 5
-		reqs1, writes1 := apiaryRequests.Load(), apiaryWrites.Load()
+		reqs1, writes1, recs1 := apiaryRequests.Load(), apiaryWrites.Load(), reconciles("colony")
 		for r := range resyncs {
 			name := fmt.Sprintf("%s-cpu-%d", ns, r)
 			if err := standin.AddGPUNode(ctx, childClient, name, nil, "", 0); err != nil {
@@ -98,11 +99,16 @@ func BenchmarkColony200(b *testing.B) {
 			settle(2*time.Second, time.Minute)
 		}
 		steadyReqs, steadyWrites := apiaryRequests.Load()-reqs1, apiaryWrites.Load()-writes1
+		steadyRecs := reconciles("colony") - recs1
+		if steadyRecs == 0 {
+			b.Fatal("the node changes triggered no Colony reconcile")
+		}
 
 		b.ReportMetric(applied.Seconds(), "s-to-applied")
 		b.ReportMetric(ready.Seconds()+applied.Seconds(), "s-to-ready")
 		b.ReportMetric(float64(coldReqs), "cold-requests")
 		b.ReportMetric(float64(coldWrites), "cold-writes")
+		b.ReportMetric(steadyRecs/resyncs, "reconciles/resync")
 		b.ReportMetric(float64(steadyReqs)/resyncs, "requests/resync")
 		b.ReportMetric(float64(steadyWrites)/resyncs, "writes/resync")
 		b.ReportMetric(float64(steadyReqs)/resyncs/float64(max(coldReqs, 1)), "resync/cold-ratio")
@@ -257,4 +263,26 @@ func samplePeak(peak *atomic.Uint64, stop <-chan struct{}) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// reconciles reads controller-runtime's reconcile counter of a controller.
+func reconciles(controller string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
 }

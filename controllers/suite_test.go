@@ -2,11 +2,11 @@ package controllers_test
 
 import (
 	"context"
-	"net/http"
-	"sync/atomic"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
