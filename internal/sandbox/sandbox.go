@@ -1,6 +1,7 @@
-// Package sandbox runs Apiary against an embedded local control plane
-// (kube-apiserver and etcd), with Apiary's and k0rdent's CRDs installed and the
-// shipped examples applied, so a newcomer sees it work with one command.
+// Package sandbox runs Apiary's whole job on one machine: an embedded
+// management control plane with Apiary's and k0rdent's CRDs, the k0rdent
+// stand-in with a child control plane holding GPU nodes, Apiary itself, and
+// the exalsius quick start applied, with progress printed as it goes.
 package sandbox
 
 import (
@@ -8,119 +9,153 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io/fs"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/apiaryhq/apiary/config/crd"
 	"github.com/apiaryhq/apiary/internal/manager"
-	testcrds "github.com/apiaryhq/apiary/test/crds"
 )
+
+// Options configure a sandbox run.
+type Options struct {
+	// Assets holds the kube-apiserver and etcd binaries.
+	Assets string
+	// Dir receives the kubeconfig.
+	Dir string
+	// ExitWhenReady stops the sandbox once the quick start workspace runs,
+	// for headless runs and tests.
+	ExitWhenReady bool
+	// Out receives the progress lines.
+	Out io.Writer
+}
 
 // Main runs the sandbox with command-line arguments and returns an exit code.
 func Main(args []string) int {
 	fset := flag.NewFlagSet("apiary sandbox", flag.ContinueOnError)
-	assets := fset.String("assets", os.Getenv("KUBEBUILDER_ASSETS"), "Folder holding the kube-apiserver and etcd binaries (make testenv builds them).")
-	dir := fset.String("dir", ".sandbox", "Folder for the sandbox's kubeconfig and state.")
-	exitAfter := fset.Duration("exit-after", 0, "Stop after this long (for headless runs); 0 runs until interrupted.")
+	opts := Options{Out: os.Stdout}
+	fset.StringVar(&opts.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "Folder holding the kube-apiserver and etcd binaries (make testenv builds them).")
+	fset.StringVar(&opts.Dir, "dir", ".sandbox", "Folder for the sandbox's kubeconfig.")
+	fset.BoolVar(&opts.ExitWhenReady, "exit-when-ready", false, "Stop once the quick start workspace is Running (exit code 0), for headless runs.")
+	timeout := fset.Duration("timeout", 0, "Give up after this long (exit code 1); 0 runs until interrupted.")
+	logs := fset.Bool("logs", false, "Print Apiary's logs.")
 	if err := fset.Parse(args); err != nil {
 		return 2
 	}
-	log := zap.New(zap.UseDevMode(false))
-	ctrl.SetLogger(log)
+	logOut := io.Discard
+	if *logs {
+		logOut = os.Stderr
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOut)))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if *exitAfter > 0 {
+	if *timeout > 0 {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *exitAfter)
+		ctx, cancel = context.WithTimeout(ctx, *timeout)
 		defer cancel()
 	}
-	if err := run(ctx, *assets, *dir); err != nil {
+	if err := Run(ctx, opts); err != nil {
 		fmt.Fprintf(os.Stderr, "apiary sandbox: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-func run(ctx context.Context, assets, dir string) error {
-	if assets == "" {
+// Run starts the sandbox and blocks until ctx ends (or, with ExitWhenReady,
+// until the quick start workspace runs).
+func Run(ctx context.Context, opts Options) error {
+	if opts.Assets == "" {
 		return errors.New("no control-plane binaries: pass --assets or set KUBEBUILDER_ASSETS (make run does)")
 	}
-	crds, err := loadCRDs(crd.Bases, testcrds.K0rdent)
+	say := func(format string, args ...any) { fmt.Fprintf(opts.Out, "» "+format+"\n", args...) }
+	crds, err := loadCRDs()
 	if err != nil {
 		return err
 	}
-	fmt.Println("» starting the local control plane (kube-apiserver + etcd)")
-	env := &envtest.Environment{BinaryAssetsDirectory: assets, CRDs: crds, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	say("starting the management control plane (kube-apiserver + etcd)")
+	mgmt := &envtest.Environment{BinaryAssetsDirectory: opts.Assets, CRDs: crds, ErrorIfCRDPathMissing: true}
+	cfg, err := mgmt.Start()
 	if err != nil {
-		return fmt.Errorf("starting control plane: %w", err)
+		return fmt.Errorf("starting the management control plane: %w", err)
 	}
-	defer func() {
-		fmt.Println("» stopping the local control plane")
-		_ = env.Stop()
-	}()
-	user, err := env.ControlPlane.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, cfg)
+	defer func() { _ = mgmt.Stop() }()
+	say("starting a child control plane for the stand-in's clusters")
+	child := &envtest.Environment{BinaryAssetsDirectory: opts.Assets}
+	childCfg, err := child.Start()
 	if err != nil {
-		return fmt.Errorf("adding sandbox user: %w", err)
+		return fmt.Errorf("starting the child control plane: %w", err)
 	}
-	kubeconfig, err := user.KubeConfig()
+	defer func() { _ = child.Stop() }()
+
+	kubeconfig, err := adminKubeconfig(mgmt)
 	if err != nil {
-		return fmt.Errorf("writing kubeconfig: %w", err)
+		return err
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return fmt.Errorf("creating %s: %w", dir, err)
+	childKubeconfig, err := adminKubeconfig(child)
+	if err != nil {
+		return err
 	}
-	kcPath := filepath.Join(dir, "kubeconfig")
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	kcPath, _ := filepath.Abs(filepath.Join(opts.Dir, "kubeconfig"))
 	if err := os.WriteFile(kcPath, kubeconfig, 0o600); err != nil {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
-	abs, _ := filepath.Abs(kcPath)
-	fmt.Printf("» control plane ready; in another shell:\n    export KUBECONFIG=%s\n    kubectl get colonies,wsc,wsd -A\n", abs)
-	fmt.Println("» running Apiary (Ctrl-C stops everything)")
-	start := time.Now()
-	err = manager.Run(ctx, manager.Options{
-		RestConfig:             cfg,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Concurrency:            manager.DefaultConcurrency,
-		Logger:                 ctrl.Log.WithName("apiary"),
-	})
-	fmt.Printf("» Apiary ran for %s\n", time.Since(start).Round(time.Second))
-	return err
+	childPath, _ := filepath.Abs(filepath.Join(opts.Dir, "child.kubeconfig"))
+	if err := os.WriteFile(childPath, childKubeconfig, 0o600); err != nil {
+		return fmt.Errorf("writing child kubeconfig: %w", err)
+	}
+	say("management cluster ready; in another shell:\n    export KUBECONFIG=%s\n    kubectl get colonies,wsc,wsd -A\n  the child cluster: KUBECONFIG=%s", kcPath, childPath)
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	standinDone, err := startStandIn(ctx, cfg, childKubeconfig)
+	if err != nil {
+		return err
+	}
+	managerDone := make(chan error, 1)
+	go func() {
+		managerDone <- manager.Run(ctx, manager.Options{
+			RestConfig:             cfg,
+			MetricsBindAddress:     "0",
+			HealthProbeBindAddress: "0",
+			Concurrency:            manager.DefaultConcurrency,
+			CRDCheckInterval:       time.Second,
+			NoCrossNamespaceRefs:   true,
+			Logger:                 ctrl.Log.WithName("apiary"),
+		})
+	}()
+	say("Apiary is running; applying the exalsius quick start (Ctrl-C stops everything)")
+	if err := seed(ctx, cfg, childCfg); err != nil {
+		return err
+	}
+	ready, err := watchProgress(ctx, cfg, opts.Out, opts.ExitWhenReady)
+	cancel()
+	say("stopping")
+	if merr := <-managerDone; merr != nil && err == nil {
+		err = merr
+	}
+	<-standinDone
+	if err != nil {
+		return err
+	}
+	if opts.ExitWhenReady && !ready {
+		return errors.New("the quick start did not become ready in time")
+	}
+	return nil
 }
 
-// loadCRDs decodes every YAML file of the given file systems into CRDs.
-func loadCRDs(fsyss ...fs.FS) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	var out []*apiextensionsv1.CustomResourceDefinition
-	for _, fsys := range fsyss {
-		err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || filepath.Ext(path) != ".yaml" {
-				return err
-			}
-			data, err := fs.ReadFile(fsys, path)
-			if err != nil {
-				return err
-			}
-			c := &apiextensionsv1.CustomResourceDefinition{}
-			if err := yaml.Unmarshal(data, c); err != nil {
-				return fmt.Errorf("decoding %s: %w", path, err)
-			}
-			out = append(out, c)
-			return nil
-		})
-		if err != nil {
-			return nil, fmt.Errorf("loading CRDs: %w", err)
-		}
+func adminKubeconfig(env *envtest.Environment) ([]byte, error) {
+	user, err := env.ControlPlane.AddUser(envtest.User{Name: "sandbox-admin", Groups: []string{"system:masters"}}, env.Config)
+	if err != nil {
+		return nil, fmt.Errorf("adding an admin user: %w", err)
 	}
-	return out, nil
+	return user.KubeConfig()
 }
