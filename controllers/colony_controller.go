@@ -9,7 +9,6 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,14 +76,7 @@ func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 
 	defer func() {
 		summarizeColony(obj, retErr)
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: colonyOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
-		if conditions.IsReady(obj) || conditions.IsStalled(obj) {
-			opts = append(opts, patch.WithStatusObservedGeneration{})
-		}
-		if err := sp.Patch(ctx, obj, opts...); err != nil {
-			if !obj.DeletionTimestamp.IsZero() && apierrors.IsNotFound(err) {
-				err = nil
-			}
+		if err := patchStatus(ctx, sp, obj, colonyOwnedConditions, false); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 		r.notify(obj, oldPhase)
@@ -96,12 +88,8 @@ func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, obj)
 	}
-	// Add the finalizer first, so no object is delivered without it.
-	if !controllerutil.ContainsFinalizer(obj, infrav1.ColonyFinalizer) {
-		controllerutil.AddFinalizer(obj, infrav1.ColonyFinalizer)
-		if err := sp.Patch(ctx, obj); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if err := ensureFinalizer(ctx, sp, obj, infrav1.ColonyFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	if obj.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")

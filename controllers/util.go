@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,8 +10,12 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/patch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 )
@@ -87,3 +92,38 @@ func unionInventory(a, b *commonv1.ResourceInventory) *commonv1.ResourceInventor
 
 // isDNSLabel reports whether s is a DNS-1123 label.
 func isDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
+
+// statusObject is an Apiary object with kstatus conditions.
+type statusObject interface {
+	client.Object
+	conditions.Setter
+}
+
+// patchStatus writes the object's final state of a reconciliation, once:
+// owned conditions win conflicts, and observedGeneration moves only when the
+// object is Ready or Stalled (always, with alwaysObserve). A deleted object
+// that is gone is not an error.
+func patchStatus(ctx context.Context, sp *patch.SerialPatcher, obj statusObject, owned []string, alwaysObserve bool) error {
+	opts := []patch.Option{patch.WithOwnedConditions{Conditions: owned}, patch.WithFieldOwner(fieldOwner)}
+	if alwaysObserve || conditions.IsReady(obj) || conditions.IsStalled(obj) {
+		opts = append(opts, patch.WithStatusObservedGeneration{})
+	}
+	err := sp.Patch(ctx, obj, opts...)
+	if err != nil && apierrors.IsNotFound(err) && !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	return err
+}
+
+// ensureFinalizer adds the finalizer and persists it before any other work,
+// so nothing is delivered for an object that could vanish without cleanup.
+func ensureFinalizer(ctx context.Context, sp *patch.SerialPatcher, obj client.Object, finalizer string) error {
+	if controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	controllerutil.AddFinalizer(obj, finalizer)
+	if err := sp.Patch(ctx, obj); err != nil {
+		return fmt.Errorf("adding finalizer: %w", err)
+	}
+	return nil
+}

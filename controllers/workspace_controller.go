@@ -6,10 +6,8 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -81,11 +79,7 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	oldPhase := obj.Status.Phase
 	defer func() {
 		summarizeWorkspace(obj, retErr)
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: workspaceOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
-		if conditions.IsReady(obj) || conditions.IsStalled(obj) {
-			opts = append(opts, patch.WithStatusObservedGeneration{})
-		}
-		if err := sp.Patch(ctx, obj, opts...); err != nil && !(apierrors.IsNotFound(err) && !obj.DeletionTimestamp.IsZero()) {
+		if err := patchStatus(ctx, sp, obj, workspaceOwnedConditions, false); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 		r.notify(obj, oldPhase)
@@ -98,11 +92,8 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, obj)
 	}
-	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
-		controllerutil.AddFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer)
-		if err := sp.Patch(ctx, obj); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if err := ensureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceDeploymentFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	if obj.Spec.Suspend {
 		log.FromContext(ctx).V(1).Info("reconciliation is suspended")

@@ -107,15 +107,13 @@ func summarizeWorkspace(obj *workspacesv1.WorkspaceDeployment, err error) {
 		conditions.MarkTrue(obj, commonv1.ReadyCondition, workspacesv1.DeploymentReadyReason, "Workspace is running")
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
 		conditions.Delete(obj, commonv1.StalledCondition)
-		obj.Status.FailureContext = nil
 	default:
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, string(phase), "%s", obj.Status.Message)
 		conditions.MarkReconciling(obj, string(phase), "%s", obj.Status.Message)
 		conditions.Delete(obj, commonv1.StalledCondition)
 	}
-	if phase != workspacesv1.PhaseFailed && phase != workspacesv1.PhaseDeleting {
-		if phase == workspacesv1.PhaseDeploying || phase == workspacesv1.PhaseRunning {
-			obj.Status.FailureContext = nil
-		}
+	// A workspace that deploys again, or runs, has recovered.
+	if phase == workspacesv1.PhaseDeploying || phase == workspacesv1.PhaseRunning {
+		obj.Status.FailureContext = nil
 	}
 }

@@ -55,13 +55,10 @@ func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", retErr)
 			conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", retErr)
 		}
-		opts := []patch.Option{patch.WithOwnedConditions{Conditions: classOwnedConditions}, patch.WithFieldOwner(fieldOwner)}
 		// valid and validationError are a verdict on the generation just
 		// evaluated, also when it is "not valid".
-		if retErr == nil && obj.DeletionTimestamp.IsZero() {
-			opts = append(opts, patch.WithStatusObservedGeneration{})
-		}
-		if err := sp.Patch(ctx, obj, opts...); err != nil && !(apierrors.IsNotFound(err) && !obj.DeletionTimestamp.IsZero()) {
+		observed := retErr == nil && obj.DeletionTimestamp.IsZero()
+		if err := patchStatus(ctx, sp, obj, classOwnedConditions, observed); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()
@@ -69,11 +66,8 @@ func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
 	}
-	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceClassFinalizer) {
-		controllerutil.AddFinalizer(obj, workspacesv1.WorkspaceClassFinalizer)
-		if err := sp.Patch(ctx, obj); err != nil {
-			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
-		}
+	if err := ensureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceClassFinalizer); err != nil {
+		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, r.validate(ctx, obj)
 }

@@ -89,3 +89,35 @@ func ClusterDeploymentState(cd *k0rdentv1beta1.ClusterDeployment) State {
 		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: msg}
 	}
 }
+
+// ClusterProvisioned reports whether a ClusterDeployment's child cluster is
+// up and reachable, whatever the state of the services on it: CAPIClusterSummary
+// is True, or, for clusters without a CAPI Cluster, Ready is True or false
+// only because services are not ready. Workspaces deploy onto such a cluster:
+// k0rdent counts their own services into Ready.
+func ClusterProvisioned(cd *k0rdentv1beta1.ClusterDeployment) (bool, string) {
+	s := ClusterDeploymentState(cd)
+	switch s.Phase {
+	case PhaseReady:
+		return true, s.Message
+	case PhaseFailed, PhaseDeleting:
+		return false, s.Message
+	}
+	if cd.Status.ObservedGeneration < cd.Generation {
+		return false, s.Message
+	}
+	conds := cd.Status.Conditions
+	if capi := apimeta.FindStatusCondition(conds, k0rdentv1beta1.CAPIClusterSummaryCondition); capi != nil {
+		return capi.Status == metav1.ConditionTrue, s.Message
+	}
+	services := apimeta.FindStatusCondition(conds, k0rdentv1beta1.ServicesInReadyStateCondition)
+	if services == nil || services.Status != metav1.ConditionFalse {
+		return false, s.Message
+	}
+	for _, c := range conds {
+		if c.Type != k0rdentv1beta1.ReadyCondition && c.Type != k0rdentv1beta1.ServicesInReadyStateCondition && c.Status != metav1.ConditionTrue {
+			return false, s.Message
+		}
+	}
+	return true, "cluster is provisioned; services: " + services.Message
+}

@@ -64,3 +64,31 @@ func TestClusterDeploymentState(t *testing.T) {
 		})
 	}
 }
+
+func TestClusterProvisioned(t *testing.T) {
+	cases := []struct {
+		name  string
+		conds []metav1.Condition
+		want  bool
+	}{
+		{"ready", []metav1.Condition{cond("Ready", "True", "Succeeded", ""), cond("CAPIClusterSummary", "True", "", "")}, true},
+		{"services not ready on a provisioned cluster", []metav1.Condition{
+			cond("Ready", "False", "Progressing", "Services are not ready: 0/1"), cond("CAPIClusterSummary", "True", "", ""),
+			cond("ServicesInReadyState", "False", "Failed", "0/1")}, true},
+		{"adopted cluster with unready services", []metav1.Condition{
+			cond("Ready", "False", "Progressing", "Services are not ready"), cond("TemplateReady", "True", "", ""),
+			cond("ServicesInReadyState", "False", "Failed", "0/1")}, true},
+		{"provisioning", []metav1.Condition{cond("Ready", "False", "Progressing", ""), cond("CAPIClusterSummary", "False", "Progressing", "")}, false},
+		{"template missing", []metav1.Condition{cond("Ready", "False", "Failed", ""), cond("TemplateReady", "False", "Failed", "missing"),
+			cond("CAPIClusterSummary", "True", "", "")}, false},
+		{"no status", nil, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cd := &k0rdentv1beta1.ClusterDeployment{}
+			cd.Generation, cd.Status.ObservedGeneration, cd.Status.Conditions = 1, 1, tc.conds
+			got, _ := ClusterProvisioned(cd)
+			NewWithT(t).Expect(got).To(Equal(tc.want))
+		})
+	}
+}
