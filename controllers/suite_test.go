@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +146,22 @@ func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		if req.Method != http.MethodGet {
 			apiaryWrites.Add(1)
 		}
+		if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
+			ns, _, _ := strings.Cut(rest, "/")
+			n, _ := requestsByNamespace.LoadOrStore(ns, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
 	}
 	return c.next.RoundTrip(req)
+}
+
+// requestsByNamespace counts Apiary's requests to namespaced paths.
+var requestsByNamespace sync.Map
+
+// requestsIn is how many requests Apiary made to objects of a namespace.
+func requestsIn(ns string) int64 {
+	if n, ok := requestsByNamespace.Load(ns); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
