@@ -74,7 +74,9 @@ func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *m
 	return apimeta.FindStatusCondition(obj.GetConditions(), t)
 }
 
-// eventuallyReady waits for the Colony to be Ready for its current generation.
+// eventuallyReady waits for the Colony to be Ready for its current
+// generation, with every cluster counted ready (the status fields and the
+// conditions are written by two requests, so a reader may see one first).
 func eventuallyReady(t *testing.T, key client.ObjectKey) *infrav1.Colony {
 	t.Helper()
 	var c *infrav1.Colony
@@ -84,6 +86,7 @@ func eventuallyReady(t *testing.T, key client.ObjectKey) *infrav1.Colony {
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
 		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+		g.Expect(c.Status.ReadyClusters).To(Equal(c.Status.TotalClusters))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	return c
 }
