@@ -12,12 +12,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
 )
 
 func main() {
-	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
-		os.Exit(sandbox.Main(os.Args[2:]))
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "sandbox":
+			os.Exit(sandbox.Main(os.Args[2:]))
+		case "render":
+			os.Exit(offline.Main(os.Args[2:]))
+		}
 	}
 
 	opts := manager.Options{Concurrency: manager.DefaultConcurrency}

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -11,9 +10,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/patch"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -31,18 +28,6 @@ func jitter(d time.Duration) time.Duration {
 	}
 	spread := int64(d) / 5
 	return d - time.Duration(spread/2) + time.Duration(rand.Int64N(spread+1))
-}
-
-// jsonToMap decodes an optional JSON object.
-func jsonToMap(v *apiextensionsv1.JSON) (map[string]any, error) {
-	if v == nil || len(v.Raw) == 0 || string(v.Raw) == "null" {
-		return nil, nil
-	}
-	out := map[string]any{}
-	if err := json.Unmarshal(v.Raw, &out); err != nil {
-		return nil, fmt.Errorf("must be a JSON object: %w", err)
-	}
-	return out, nil
 }
 
 // allInvalid reports whether err, and every error joined into it, is an
@@ -89,9 +74,6 @@ func unionInventory(a, b *commonv1.ResourceInventory) *commonv1.ResourceInventor
 	sort.Slice(out.Entries, func(i, j int) bool { return out.Entries[i].ID < out.Entries[j].ID })
 	return out
 }
-
-// isDNSLabel reports whether s is a DNS-1123 label.
-func isDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
 
 // statusObject is an Apiary object with kstatus conditions.
 type statusObject interface {

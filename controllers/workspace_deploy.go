@@ -16,6 +16,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/naming"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 // Labels of a workspace's namespace on the child cluster.
@@ -27,17 +28,16 @@ const (
 
 // serviceSetName is the name of a workspace's ServiceSet.
 func serviceSetName(obj *workspacesv1.WorkspaceDeployment) string {
-	return naming.Bounded("wsd-" + clusterKey(obj).Name + "-" + obj.Name)
+	return plan.ServiceSetName(clusterKey(obj).Name, obj.Name)
 }
 
-// releaseName is the Helm release (and ServiceSet entry) of a workspace,
-// bounded to Helm's 53 characters.
+// releaseName is the Helm release (and ServiceSet entry) of a workspace.
 func releaseName(obj *workspacesv1.WorkspaceDeployment) string {
-	return naming.BoundedTo("wsd-"+clusterKey(obj).Name+"-"+obj.Name, 53)
+	return plan.ReleaseName(clusterKey(obj).Name, obj.Name)
 }
 
 // childNamespace is a workspace's namespace on the child cluster.
-func childNamespace(workspace string) string { return "ws-" + workspace }
+func childNamespace(workspace string) string { return plan.ChildNamespace(workspace) }
 
 // deploy renders the workspace's objects and hands them to the sink. The
 // child namespace is prepared first, whenever the rendered objects change.

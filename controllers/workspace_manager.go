@@ -17,6 +17,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 const (
@@ -107,7 +108,7 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfCluster(ctx context.Context,
 // prerequisite ServiceSet to the workspaces of its cluster that wait for it.
 func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Context, o client.Object) []reconcile.Request {
 	labels := o.GetLabels()
-	if labels[RoleLabel] == RolePrerequisite {
+	if labels[plan.RoleLabel] == plan.RolePrerequisite {
 		ss, ok := o.(*k0rdentv1beta1.ServiceSet)
 		if !ok {
 			return nil

@@ -13,27 +13,11 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
-	"github.com/apiaryhq/apiary/internal/naming"
-	"github.com/apiaryhq/apiary/internal/render"
-	"github.com/apiaryhq/apiary/internal/workspace/values"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
-// Labels of the shared prerequisite ServiceSets.
-const (
-	RoleLabel                  = "workspaces.exalsius.ai/role"
-	RolePrerequisite           = "prerequisite"
-	PrerequisiteClusterLabel   = "workspaces.exalsius.ai/cluster-deployment"
-	PrerequisiteTemplateLabel  = "workspaces.exalsius.ai/template"
-	defaultPrerequisiteNS      = "default"
-	prerequisiteBundle         = "workspace-prerequisite"
-	prerequisiteOwnerKind      = "Prerequisite"
-	prerequisiteServiceSetBase = "wsprereq-"
-)
-
-// prerequisiteServiceSetName is the shared ServiceSet of a prerequisite on a cluster.
-func prerequisiteServiceSetName(cd, template string) string {
-	return naming.Bounded(prerequisiteServiceSetBase + cd + "-" + template)
-}
+// prerequisiteOwnerKind is the delivery owner kind of shared prerequisites.
+const prerequisiteOwnerKind = "Prerequisite"
 
 // prereqVerdict orders the outcomes of prerequisite checks, worst last.
 type prereqVerdict int
@@ -108,7 +92,7 @@ func (r *WorkspaceDeploymentReconciler) checkPrerequisite(ctx context.Context, w
 	tmpl := p.ServiceTemplate.Name
 	wanted := p.Namespace
 	if wanted == "" {
-		wanted = defaultPrerequisiteNS
+		wanted = plan.DefaultPrerequisiteNamespace
 	}
 	st := workspacesv1.PrerequisiteStatus{Name: tmpl, Source: workspacesv1.PrerequisiteSourceWorkspace, Namespace: wanted}
 	conflict := func(incumbentNS string) bool {
@@ -122,7 +106,7 @@ func (r *WorkspaceDeploymentReconciler) checkPrerequisite(ctx context.Context, w
 	}
 
 	ss := &k0rdentv1beta1.ServiceSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: w.cdKey.Namespace, Name: prerequisiteServiceSetName(w.cdKey.Name, tmpl)}, ss)
+	err := r.Get(ctx, client.ObjectKey{Namespace: w.cdKey.Namespace, Name: plan.PrerequisiteServiceSetName(w.cdKey.Name, tmpl)}, ss)
 	switch {
 	case err == nil:
 		for _, s := range ss.Spec.Services {
@@ -191,41 +175,19 @@ func serviceVerdict(st workspacesv1.PrerequisiteStatus, states []k0rdentv1beta1.
 // workspaces of the cluster share it.
 func (r *WorkspaceDeploymentReconciler) createPrerequisite(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec, namespace string) error {
 	tmpl := p.ServiceTemplate.Name
-	bundle, err := r.Bundles.Get(prerequisiteBundle)
+	bundle, err := r.Bundles.Get(plan.PrerequisiteBundle)
 	if err != nil {
 		return fmt.Errorf("prerequisite bundle: %w", err)
 	}
-	vals, err := jsonToMap(p.Values)
+	req, err := plan.PrerequisiteRequest(w.class, p, w.cdKey.Name, w.cdKey.Namespace, namespace, r.Settings)
 	if err != nil {
-		return fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
+		return err
 	}
-	valuesJSON, err := values.Marshal(vals)
-	if err != nil {
-		return fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
-	}
-	name := prerequisiteServiceSetName(w.cdKey.Name, tmpl)
-	releaseName := strings.ToLower(tmpl)
-	if !isDNSLabel(releaseName) {
-		releaseName = naming.LabelValue("prereq-" + tmpl)
-	}
-	out, err := bundle.Render(render.Request{ReleaseName: releaseName, Namespace: w.cdKey.Namespace, Input: map[string]any{
-		"cluster":          map[string]any{"name": w.cdKey.Name, "namespace": w.cdKey.Namespace},
-		"serviceSetName":   name,
-		"template":         tmpl,
-		"releaseName":      naming.BoundedTo(releaseName, 53),
-		"releaseNamespace": namespace,
-		"values":           valuesJSON,
-		"helm":             map[string]any{"wait": true, "timeout": prerequisiteTimeout(w.class).String()},
-		"provider":         map[string]any{"name": k0rdentv1beta1.DefaultStateManagementProviderName},
-		"labels": map[string]any{
-			PrerequisiteClusterLabel:  naming.LabelValue(w.cdKey.Name),
-			PrerequisiteTemplateLabel: naming.LabelValue(tmpl),
-		},
-		"operator": r.Settings,
-	}})
+	out, err := bundle.Render(req)
 	if err != nil {
 		return fmt.Errorf("rendering prerequisite %q: %w", tmpl, err)
 	}
+	name := plan.PrerequisiteServiceSetName(w.cdKey.Name, tmpl)
 	owner := delivery.Owner{Kind: prerequisiteOwnerKind, Namespace: w.cdKey.Namespace, Name: name}
 	if _, err := r.Sink.Apply(ctx, owner, out.Objects, nil); err != nil {
 		return fmt.Errorf("delivering prerequisite %q: %w", tmpl, err)

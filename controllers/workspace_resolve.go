@@ -12,9 +12,8 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/k0rdentstatus"
-	"github.com/apiaryhq/apiary/internal/workspace/values"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 // resolveClass finds the workspace's class and checks that it is valid.
@@ -81,17 +80,7 @@ func (r *WorkspaceDeploymentReconciler) resolveCluster(ctx context.Context, w *w
 // resolveResources merges the class's defaults with the workspace's
 // overrides and derives the GPU selector and demand the gate checks.
 func (r *WorkspaceDeploymentReconciler) resolveResources(_ context.Context, w *workspaceRun) (stepResult, error) {
-	w.resolved = values.MergeResources(&w.class.Spec.DefaultResources, w.obj.Spec.Resources)
-	if pr := w.resolved.PerReplica; pr != nil {
-		w.selector = gpu.Selector(pr.GPUType, pr.GPUNodeSelector)
-		if pr.GPUCount != nil {
-			replicas := int64(1)
-			if w.resolved.Replicas != nil {
-				replicas = int64(*w.resolved.Replicas)
-			}
-			w.demand = replicas * int64(*pr.GPUCount)
-		}
-	}
+	w.resolved, w.selector, w.demand = plan.Resources(w.class, w.obj)
 	return proceed, nil
 }
 
@@ -102,17 +91,4 @@ func pending(obj *workspacesv1.WorkspaceDeployment, format string, args ...any) 
 }
 
 // deployTimeout is the class's deployTimeout, 15m by default.
-func deployTimeout(class *workspacesv1.WorkspaceClass) time.Duration {
-	if class.Spec.DeployTimeout != nil && class.Spec.DeployTimeout.Duration > 0 {
-		return class.Spec.DeployTimeout.Duration
-	}
-	return defaultDeployTimeout
-}
-
-// prerequisiteTimeout is prerequisiteDeployTimeout, else deployTimeout, else 15m.
-func prerequisiteTimeout(class *workspacesv1.WorkspaceClass) time.Duration {
-	if class.Spec.PrerequisiteDeployTimeout != nil && class.Spec.PrerequisiteDeployTimeout.Duration > 0 {
-		return class.Spec.PrerequisiteDeployTimeout.Duration
-	}
-	return deployTimeout(class)
-}
+func deployTimeout(class *workspacesv1.WorkspaceClass) time.Duration { return plan.DeployTimeout(class) }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -18,12 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/yaml"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -115,77 +114,36 @@ func (r *WorkspaceDeploymentReconciler) fingerprint(ctx context.Context, w *work
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// render merges the class's defaults with the workspace's values and its
-// valuesFrom, keeps secret values apart, injects the resolved resources and
-// renders the workspace's bundle.
+// render resolves the workspace's values (class defaults, values,
+// valuesFrom, secrets apart, resources injected) and renders its bundle.
 func (r *WorkspaceDeploymentReconciler) render(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
 	obj, class := w.obj, w.class
-	classValues, err := jsonToMap(class.Spec.DefaultValues)
-	if err != nil {
-		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, "defaultValues of the class: "+err.Error()), nil
+	fetch := func(ref workspacesv1.ValuesReference) ([]byte, bool, error) {
+		return r.valuesContent(ctx, obj.Namespace, ref)
 	}
-	userValues, err := jsonToMap(obj.Spec.Values)
-	if err != nil {
-		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, "spec.values: "+err.Error()), nil
-	}
-	public, secret, err := values.SplitSecrets(values.MergeValues(classValues, userValues), class.Spec.UserFacingConfig)
-	if err != nil {
-		return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, err.Error()), nil
-	}
-	for i, ref := range obj.Spec.ValuesFrom {
-		content, found, err := r.valuesContent(ctx, obj.Namespace, ref)
-		if err != nil {
-			return nil, stopWith(0), err
-		}
-		if !found {
-			if ref.Optional {
-				continue
-			}
-			msg := fmt.Sprintf("spec.valuesFrom[%d]: %s %s has no key %q", i, ref.Kind, ref.Name, valuesKey(ref))
-			conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, "ValuesFromNotFound", "%s", msg)
-			pending(obj, "%s", msg)
-			return nil, stopWith(30 * time.Second), nil
-		}
-		target := &public
-		if ref.Kind == "Secret" {
-			target = &secret
-		}
-		merged, err := values.MergeFrom(*target, content, ref.TargetPath)
-		if err != nil {
-			return nil, r.configFailed(ctx, obj, workspacesv1.ValuesInvalidReason, fmt.Sprintf("spec.valuesFrom[%d]: %s", i, err)), nil
-		}
-		*target = merged
-	}
-	if missing := values.CheckRequired(public, secret, class.Spec.UserFacingConfig); len(missing) > 0 {
-		return nil, r.configFailed(ctx, obj, workspacesv1.RequiredConfigMissingReason,
-			fmt.Sprintf("required values missing: %s (set them in spec.values or spec.valuesFrom)", strings.Join(missing, ", "))), nil
+	resolved, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved, w.selector, w.demand), fetch)
+	var fieldErr *plan.FieldError
+	switch {
+	case errors.As(err, &fieldErr) && fieldErr.Reason == "ValuesFromNotFound":
+		// The Secret or ConfigMap may still come: wait for it.
+		conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, fieldErr.Reason, "%s", fieldErr.Error())
+		pending(obj, "%s", fieldErr.Error())
+		return nil, stopWith(30 * time.Second), nil
+	case errors.As(err, &fieldErr):
+		return nil, r.configFailed(ctx, obj, fieldErr.Reason, fieldErr.Error()), nil
+	case err != nil:
+		return nil, stopWith(0), err
 	}
 	conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, "ConfigResolved", "values resolved")
-
-	placement := values.GPUPlacement{NodeSelector: w.selector}
-	if w.demand > 0 {
-		vendor := ""
-		if pr := w.resolved.PerReplica; pr != nil && pr.GPUVendor != nil {
-			vendor = string(*pr.GPUVendor)
-		}
-		placement.Vendor, placement.ResourceName = vendor, values.ResourceNameFor(vendor)
-	}
-	if public == nil {
-		public = map[string]any{}
-	}
-	injected, err := values.Inject(public, w.resolved, placement, class.Spec.ResourceInjection)
-	if err != nil {
-		return nil, r.configFailed(ctx, obj, workspacesv1.InvalidResourceInjectionReason, err.Error()), nil
-	}
-	r.markInjected(obj, injected.Overwritten)
-	objects, digest, err := r.renderBundle(ctx, w, public, secret)
+	r.markInjected(obj, resolved.Overwritten)
+	objects, digest, err := r.renderBundle(ctx, w, resolved)
 	if err != nil {
 		if _, ok := err.(*render.Error); ok {
 			return nil, r.configFailed(ctx, obj, "RenderFailed", err.Error()), nil
 		}
 		return nil, stopWith(0), err
 	}
-	return &desiredSet{digest: digest, objects: objects, injected: injected.Overwritten}, proceed, nil
+	return &desiredSet{digest: digest, objects: objects, injected: resolved.Overwritten}, proceed, nil
 }
 
 func (r *WorkspaceDeploymentReconciler) markInjected(obj *workspacesv1.WorkspaceDeployment, overwritten []values.Overwrite) {
@@ -207,13 +165,6 @@ func (r *WorkspaceDeploymentReconciler) configFailed(ctx context.Context, obj *w
 	return stopWith(0)
 }
 
-func valuesKey(ref workspacesv1.ValuesReference) string {
-	if ref.ValuesKey != "" {
-		return ref.ValuesKey
-	}
-	return "values.yaml"
-}
-
 // valuesContent reads one valuesFrom key, uncached.
 func (r *WorkspaceDeploymentReconciler) valuesContent(ctx context.Context, namespace string, ref workspacesv1.ValuesReference) ([]byte, bool, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
@@ -226,7 +177,7 @@ func (r *WorkspaceDeploymentReconciler) valuesContent(ctx context.Context, names
 			}
 			return nil, false, fmt.Errorf("reading Secret %s: %w", key, err)
 		}
-		v, ok := s.Data[valuesKey(ref)]
+		v, ok := s.Data[plan.ValuesKey(ref)]
 		return v, ok, nil
 	default:
 		cm := &corev1.ConfigMap{}
@@ -236,49 +187,26 @@ func (r *WorkspaceDeploymentReconciler) valuesContent(ctx context.Context, names
 			}
 			return nil, false, fmt.Errorf("reading ConfigMap %s: %w", key, err)
 		}
-		if v, ok := cm.Data[valuesKey(ref)]; ok {
+		if v, ok := cm.Data[plan.ValuesKey(ref)]; ok {
 			return []byte(v), true, nil
 		}
-		v, ok := cm.BinaryData[valuesKey(ref)]
+		v, ok := cm.BinaryData[plan.ValuesKey(ref)]
 		return v, ok, nil
 	}
 }
 
 // renderBundle renders the workspace's ServiceSet (and values Secret).
-func (r *WorkspaceDeploymentReconciler) renderBundle(ctx context.Context, w *workspaceRun, public, secret map[string]any) ([]*unstructured.Unstructured, string, error) {
+func (r *WorkspaceDeploymentReconciler) renderBundle(ctx context.Context, w *workspaceRun, v *plan.Values) ([]*unstructured.Unstructured, string, error) {
 	obj, class := w.obj, w.class
 	bundle, err := resolveBundle(ctx, r.APIReader, r.Bundles, class.Namespace, class.Spec.Bundle, render.WorkspaceServiceSetBundle)
 	if err != nil {
 		return nil, "", err
 	}
-	valuesJSON, err := values.Marshal(public)
+	req, err := plan.ServiceSetRequest(class, obj, w.cdKey.Name, w.cdKey.Namespace, v, r.Settings)
 	if err != nil {
-		return nil, "", fmt.Errorf("encoding values: %w", err)
+		return nil, "", err
 	}
-	var valuesSecret any
-	if len(secret) > 0 {
-		doc, err := yaml.Marshal(secret)
-		if err != nil {
-			return nil, "", fmt.Errorf("encoding secret values: %w", err)
-		}
-		valuesSecret = map[string]any{"name": naming.Bounded(serviceSetName(obj) + "-values"), "values": string(doc)}
-	}
-	out, err := bundle.Render(render.Request{ReleaseName: releaseName(obj), Namespace: w.cdKey.Namespace, Input: map[string]any{
-		"workspace": map[string]any{"name": obj.Name, "namespace": obj.Namespace, "uid": string(obj.UID), "labels": stringMap(obj.Labels)},
-		"class": map[string]any{"name": class.Name, "serviceTemplate": map[string]any{
-			"name": class.Spec.ServiceTemplate.Name, "namespace": class.Spec.ServiceTemplate.Namespace}},
-		"cluster":          map[string]any{"name": w.cdKey.Name, "namespace": w.cdKey.Namespace},
-		"serviceSetName":   serviceSetName(obj),
-		"releaseName":      releaseName(obj),
-		"releaseNamespace": childNamespace(obj.Name),
-		"serviceTemplate":  class.Spec.ServiceTemplate.Name,
-		"values":           valuesJSON,
-		"valuesSecret":     valuesSecret,
-		"helm":             map[string]any{"wait": true, "timeout": deployTimeout(class).String()},
-		"provider":         map[string]any{"name": k0rdentv1beta1.DefaultStateManagementProviderName},
-		"labels":           map[string]any{},
-		"operator":         r.Settings,
-	}})
+	out, err := bundle.Render(req)
 	if err != nil {
 		return nil, "", err
 	}
@@ -290,12 +218,4 @@ func (r *WorkspaceDeploymentReconciler) renderBundle(ctx context.Context, w *wor
 		}
 	}
 	return out.Objects, out.Digest(), nil
-}
-
-func stringMap(m map[string]string) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

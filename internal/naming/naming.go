@@ -55,3 +55,6 @@ func LabelValue(v string) string {
 	sum := sha256.Sum256([]byte(v))
 	return "hash-" + hex.EncodeToString(sum[:])[:16]
 }
+
+// IsDNSLabel reports whether s is a DNS-1123 label.
+func IsDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
