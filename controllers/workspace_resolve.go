@@ -91,4 +91,6 @@ func pending(obj *workspacesv1.WorkspaceDeployment, format string, args ...any) 
 }
 
 // deployTimeout is the class's deployTimeout, 15m by default.
-func deployTimeout(class *workspacesv1.WorkspaceClass) time.Duration { return plan.DeployTimeout(class) }
+func deployTimeout(class *workspacesv1.WorkspaceClass) time.Duration {
+	return plan.DeployTimeout(class)
+}

@@ -66,7 +66,7 @@ func TestResolveValues(t *testing.T) {
 				g.Expect(v.Secret).To(HaveKeyWithValue("auth", HaveKeyWithValue("password", "from-secret")))
 			}},
 		{name: "an unavailable source is recorded, not invented", values: `{}`,
-			from: []workspacesv1.ValuesReference{{Kind: "Secret", Name: "s"}},
+			from:  []workspacesv1.ValuesReference{{Kind: "Secret", Name: "s"}},
 			fetch: func(workspacesv1.ValuesReference) ([]byte, bool, error) { return nil, false, ErrSourceUnavailable },
 			check: func(g Gomega, v *Values, err error) {
 				g.Expect(err).NotTo(HaveOccurred())
