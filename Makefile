@@ -32,6 +32,7 @@ manifests: ## Generate CRDs (config/crd/bases, charts/apiary/crds), test CRDs fo
 	mkdir -p charts/apiary/crds
 	rm -f charts/apiary/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/apiary/crds/
+	mkdir -p charts/apiary/files && cp config/rbac/role.yaml charts/apiary/files/role.yaml
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

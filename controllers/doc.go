@@ -3,5 +3,5 @@
 // small named steps), registered with the manager by internal/manager.
 package controllers
 
-// Leader election holds a Lease in the manager's namespace.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// Leader election needs leases and events in the manager's own namespace
+// only: the Helm chart grants them with a namespaced Role.

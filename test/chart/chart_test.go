@@ -1,0 +1,281 @@
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/apiaryhq/apiary/internal/testenv"
+)
+
+// convert turns a rendered object into its typed form.
+func convert[T any](g Gomega, u *unstructured.Unstructured) *T {
+	out := new(T)
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out)).To(Succeed(), u.GetKind())
+	return out
+}
+
+func TestChartLints(t *testing.T) {
+	g := NewWithT(t)
+	linter := lint.All(chartDir(), nil, releaseNamespace, false)
+	for _, m := range linter.Messages {
+		t.Log(m.Error())
+		g.Expect(m.Severity).To(BeNumerically("<", support.ErrorSev), m.Error())
+	}
+}
+
+func TestDefaultsAreHardened(t *testing.T) {
+	g := NewWithT(t)
+	ch := loadChart(t)
+	objs, err := render(ch, releaseName, releaseNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+
+	kinds := map[string]int{}
+	for _, o := range objs {
+		kinds[o.GetKind()]++
+		if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+			g.Expect(o.GetNamespace()).To(Equal(releaseNamespace), "%s %s", o.GetKind(), o.GetName())
+		}
+	}
+	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1}))
+
+	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
+	pod := d.Spec.Template.Spec
+	g.Expect(pod.ServiceAccountName).To(Equal(find(objs, "ServiceAccount")[0].GetName()))
+	g.Expect(pod.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+	g.Expect(pod.SecurityContext.SeccompProfile).NotTo(BeNil())
+	g.Expect(pod.SecurityContext.SeccompProfile.Type).To(Equal(corev1.SeccompProfileTypeRuntimeDefault))
+	g.Expect(pod.Containers).NotTo(BeEmpty())
+	for _, c := range append(pod.InitContainers, pod.Containers...) {
+		sc := c.SecurityContext
+		g.Expect(sc).NotTo(BeNil(), c.Name)
+		g.Expect(sc.ReadOnlyRootFilesystem).To(HaveValue(BeTrue()), c.Name)
+		g.Expect(sc.AllowPrivilegeEscalation).To(HaveValue(BeFalse()), c.Name)
+		g.Expect(sc.Capabilities.Drop).To(ContainElement(corev1.Capability("ALL")), c.Name)
+		g.Expect(sc.RunAsNonRoot == nil || *sc.RunAsNonRoot).To(BeTrue(), c.Name)
+	}
+	c := pod.Containers[0]
+	g.Expect(c.Image).To(Equal("ghcr.io/apiaryhq/apiary:" + ch.Metadata.AppVersion))
+	g.Expect(c.LivenessProbe.HTTPGet.Path).To(Equal("/healthz"))
+	g.Expect(c.ReadinessProbe.HTTPGet.Path).To(Equal("/readyz"))
+	g.Expect(c.Resources.Requests).NotTo(BeEmpty())
+	g.Expect(c.Resources.Limits).NotTo(BeEmpty())
+	g.Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/tmp")))
+	g.Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "tmp"), HaveField("EmptyDir", Not(BeNil())))))
+
+	svc := convert[corev1.Service](g, find(objs, "Service")[0])
+	g.Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
+	g.Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", "metrics")))
+}
+
+func TestRBACHasNoWildcards(t *testing.T) {
+	for name, vals := range map[string]map[string]any{
+		"defaults":           nil,
+		"no leader election": {"leaderElection": map[string]any{"enabled": false}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			objs, err := render(loadChart(t), releaseName, releaseNamespace, vals)
+			g.Expect(err).NotTo(HaveOccurred())
+			for _, o := range append(find(objs, "ClusterRole"), find(objs, "Role")...) {
+				for _, r := range convert[rbacv1.ClusterRole](g, o).Rules {
+					for _, field := range [][]string{r.APIGroups, r.Resources, r.Verbs, r.ResourceNames, r.NonResourceURLs} {
+						for _, v := range field {
+							g.Expect(v).NotTo(ContainSubstring("*"), "%s %s rule %v", o.GetKind(), o.GetName(), r)
+						}
+					}
+				}
+			}
+			for _, o := range append(find(objs, "ClusterRoleBinding"), find(objs, "RoleBinding")...) {
+				ref := convert[rbacv1.RoleBinding](g, o).RoleRef
+				g.Expect(ref.Name).NotTo(BeElementOf("cluster-admin", "admin", "edit"), o.GetName())
+			}
+		})
+	}
+}
+
+// TestClusterRoleMatchesGeneratedRBAC is the drift check: the chart's
+// ClusterRole carries exactly the rules controller-gen generates from the
+// controllers' markers into config/rbac/role.yaml.
+func TestClusterRoleMatchesGeneratedRBAC(t *testing.T) {
+	g := NewWithT(t)
+	generated := filepath.Join(testenv.RepoRoot(), "config", "rbac", "role.yaml")
+	data, err := os.ReadFile(generated)
+	g.Expect(err).NotTo(HaveOccurred())
+	want := &rbacv1.ClusterRole{}
+	g.Expect(yaml.Unmarshal(data, want)).To(Succeed())
+	g.Expect(want.Rules).NotTo(BeEmpty())
+
+	objs, err := render(loadChart(t), releaseName, releaseNamespace, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	roles := find(objs, "ClusterRole")
+	g.Expect(roles).To(HaveLen(1))
+	got := convert[rbacv1.ClusterRole](g, roles[0])
+	g.Expect(got.Rules).To(Equal(want.Rules),
+		"charts/apiary/files/role.yaml differs from config/rbac/role.yaml: run `make manifests`")
+
+	bindings := find(objs, "ClusterRoleBinding")
+	g.Expect(bindings).To(HaveLen(1))
+	b := convert[rbacv1.ClusterRoleBinding](g, bindings[0])
+	g.Expect(b.RoleRef.Name).To(Equal(got.Name))
+	g.Expect(b.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount",
+		Name: find(objs, "ServiceAccount")[0].GetName(), Namespace: releaseNamespace}))
+}
+
+func TestArgsFollowValues(t *testing.T) {
+	tests := []struct {
+		name    string
+		vals    map[string]any
+		want    []string
+		notWant []string
+		check   func(g Gomega, d *appsv1.Deployment)
+	}{{
+		name: "defaults",
+		want: []string{"--leader-elect=true", "--leader-election-id=apiary.infra.exalsius.ai",
+			"--leader-election-namespace=" + releaseNamespace, "--metrics-bind-address=:8080",
+			"--health-probe-bind-address=:8081", "--colony-concurrency=4", "--workspaceclass-concurrency=2",
+			"--workspacedeployment-concurrency=8", "--no-cross-namespace-refs=true",
+			"--zap-log-level=info", "--zap-encoder=json"},
+		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval"},
+	}, {
+		name: "every knob",
+		vals: map[string]any{
+			"replicaCount":         3,
+			"image":                map[string]any{"repository": "registry.example/apiary", "tag": "v9.9.9"},
+			"leaderElection":       map[string]any{"id": "my-lease"},
+			"metrics":              map[string]any{"port": 9090, "service": map[string]any{"port": 9090}},
+			"health":               map[string]any{"port": 9091},
+			"concurrency":          map[string]any{"colony": 1, "workspaceClass": 3, "workspaceDeployment": 16},
+			"noCrossNamespaceRefs": false,
+			"gpuInventoryInterval": "2m30s",
+			"crdCheckInterval":     "5s",
+			"bundles": map[string]any{"dir": "/etc/apiary/bundles", "configMap": map[string]any{
+				"name": "my-bundles", "items": []any{map[string]any{"key": "jupyter-values.yaml", "path": "jupyter/values.yaml"}}}},
+			"log":          map[string]any{"level": "debug", "encoding": "console"},
+			"extraArgs":    []any{"--zap-stacktrace-level=panic"},
+			"nodeSelector": map[string]any{"kubernetes.io/os": "linux"},
+			"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Exists"}},
+		},
+		want: []string{"--leader-elect=true", "--leader-election-id=my-lease", "--metrics-bind-address=:9090",
+			"--health-probe-bind-address=:9091", "--colony-concurrency=1", "--workspaceclass-concurrency=3",
+			"--workspacedeployment-concurrency=16", "--no-cross-namespace-refs=false",
+			"--gpu-inventory-interval=2m30s", "--crd-check-interval=5s", "--bundle-dir=/etc/apiary/bundles",
+			"--zap-log-level=debug", "--zap-encoder=console", "--zap-stacktrace-level=panic"},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
+			pod := d.Spec.Template.Spec
+			g.Expect(pod.Containers[0].Image).To(Equal("registry.example/apiary:v9.9.9"))
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(And(
+				HaveField("Name", "bundles"), HaveField("MountPath", "/etc/apiary/bundles"), HaveField("ReadOnly", true))))
+			g.Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "bundles"),
+				HaveField("ConfigMap.Name", "my-bundles"),
+				HaveField("ConfigMap.Items", ConsistOf(corev1.KeyToPath{Key: "jupyter-values.yaml", Path: "jupyter/values.yaml"})))))
+			g.Expect(pod.NodeSelector).To(HaveKeyWithValue("kubernetes.io/os", "linux"))
+			g.Expect(pod.Tolerations).To(HaveLen(1))
+			g.Expect(pod.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", int32(9090))))
+		},
+	}, {
+		name:    "metrics and leader election off",
+		vals:    map[string]any{"metrics": map[string]any{"enabled": false}, "leaderElection": map[string]any{"enabled": false}},
+		want:    []string{"--metrics-bind-address=0", "--leader-elect=false"},
+		notWant: []string{"--leader-election-id", "--leader-election-namespace"},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Containers[0].Ports).NotTo(ContainElement(HaveField("Name", "metrics")))
+		},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			objs, err := render(loadChart(t), releaseName, releaseNamespace, tt.vals)
+			g.Expect(err).NotTo(HaveOccurred())
+			deps := find(objs, "Deployment")
+			g.Expect(deps).To(HaveLen(1))
+			d := convert[appsv1.Deployment](g, deps[0])
+			args := d.Spec.Template.Spec.Containers[0].Args
+			g.Expect(args).To(ContainElements(tt.want))
+			for _, nw := range tt.notWant {
+				g.Expect(args).NotTo(ContainElement(HavePrefix(nw)))
+			}
+			if tt.check != nil {
+				tt.check(g, d)
+			}
+		})
+	}
+}
+
+func TestOptionalObjects(t *testing.T) {
+	g := NewWithT(t)
+	ch := loadChart(t)
+	objs, err := render(ch, releaseName, releaseNamespace, map[string]any{
+		"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "labels": map[string]any{"release": "prom"}}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	sm := find(objs, "ServiceMonitor")
+	g.Expect(sm).To(HaveLen(1))
+	g.Expect(sm[0].GetLabels()).To(HaveKeyWithValue("release", "prom"))
+
+	objs, err = render(ch, releaseName, releaseNamespace, map[string]any{
+		"rbac": map[string]any{"create": false}, "serviceAccount": map[string]any{"create": false, "name": "existing"},
+		"metrics": map[string]any{"service": map[string]any{"enabled": false}},
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "Service", "ServiceMonitor"} {
+		g.Expect(find(objs, kind)).To(BeEmpty(), kind)
+	}
+	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
+	g.Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("existing"))
+}
+
+func TestSchemaRejectsBadValues(t *testing.T) {
+	tests := []struct {
+		name string
+		vals map[string]any
+		// want are substrings of the error: the field's path and the complaint.
+		want []string
+	}{
+		{"unknown top-level key", map[string]any{"replicas": 2}, []string{"replicas"}},
+		{"unknown nested key", map[string]any{"concurrency": map[string]any{"colonies": 2}}, []string{"/concurrency", "colonies"}},
+		{"negative concurrency", map[string]any{"concurrency": map[string]any{"colony": -1}}, []string{"/concurrency/colony", "minimum"}},
+		{"zero concurrency", map[string]any{"concurrency": map[string]any{"workspaceDeployment": 0}}, []string{"/concurrency/workspaceDeployment", "minimum"}},
+		{"concurrency as a string", map[string]any{"concurrency": map[string]any{"workspaceClass": "two"}}, []string{"/concurrency/workspaceClass", "integer"}},
+		{"replicas as a string", map[string]any{"replicaCount": "3"}, []string{"/replicaCount", "integer"}},
+		{"negative replicas", map[string]any{"replicaCount": -1}, []string{"/replicaCount", "minimum"}},
+		{"leader election off with replicas", map[string]any{"replicaCount": 2, "leaderElection": map[string]any{"enabled": false}}, []string{"/leaderElection/enabled"}},
+		{"bool as a string", map[string]any{"noCrossNamespaceRefs": "yes"}, []string{"/noCrossNamespaceRefs", "boolean"}},
+		{"bad duration", map[string]any{"gpuInventoryInterval": "5 minutes"}, []string{"/gpuInventoryInterval"}},
+		{"unknown log level", map[string]any{"log": map[string]any{"level": "verbose"}}, []string{"/log/level", "debug"}},
+		{"unknown log encoding", map[string]any{"log": map[string]any{"encoding": "xml"}}, []string{"/log/encoding"}},
+		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, []string{"/metrics/port", "maximum"}},
+		{"unknown pull policy", map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, []string{"/image/pullPolicy"}},
+		{"relative bundle dir", map[string]any{"bundles": map[string]any{"dir": "bundles"}}, []string{"/bundles/dir"}},
+		{"extra arg without dashes", map[string]any{"extraArgs": []any{"leader-elect=false"}}, []string{"/extraArgs/0"}},
+		{"writable root filesystem", map[string]any{"securityContext": map[string]any{"readOnlyRootFilesystem": false}}, []string{"/securityContext/readOnlyRootFilesystem"}},
+		{"privilege escalation", map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}, []string{"/securityContext/allowPrivilegeEscalation"}},
+		{"root pod", map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}, []string{"/podSecurityContext/runAsNonRoot"}},
+		{"unknown service type", map[string]any{"metrics": map[string]any{"service": map[string]any{"type": "External"}}}, []string{"/metrics/service/type"}},
+	}
+	ch := loadChart(t)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := render(ch, releaseName, releaseNamespace, tt.vals)
+			g.Expect(err).To(HaveOccurred())
+			t.Log(strings.TrimSpace(err.Error()))
+			for _, w := range tt.want {
+				g.Expect(err.Error()).To(ContainSubstring(w))
+			}
+		})
+	}
+}
