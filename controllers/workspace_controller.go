@@ -66,9 +66,6 @@ var workspaceOwnedConditions = []string{
 	workspacesv1.PrerequisitesMetCondition, workspacesv1.GPUCapacityCondition, workspacesv1.HelmReleaseReadyCondition,
 }
 
-// defaultDeployTimeout bounds a release's install when the class sets none.
-const defaultDeployTimeout = 15 * time.Minute
-
 // Reconcile is the entry point of a WorkspaceDeployment's reconciliation.
 func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &workspacesv1.WorkspaceDeployment{}
