@@ -37,6 +37,9 @@ func (r *WorkspaceDeploymentReconciler) fail(ctx context.Context, obj *workspace
 
 // serviceSetSnapshot records the workspace's ServiceSet, from the cache.
 func (r *WorkspaceDeploymentReconciler) serviceSetSnapshot(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) *workspacesv1.ServiceSetSnapshot {
+	if obj.Status.Delivery == nil || obj.Status.Delivery.Inventory == nil {
+		return nil // nothing was delivered yet: there is no ServiceSet
+	}
 	ss := &k0rdentv1beta1.ServiceSet{}
 	key := client.ObjectKey{Namespace: clusterKey(obj).Namespace, Name: serviceSetName(obj)}
 	if err := r.Get(ctx, key, ss); err != nil {
