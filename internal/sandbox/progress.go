@@ -47,7 +47,11 @@ func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhe
 		wsd := &workspacesv1.WorkspaceDeployment{}
 		running := false
 		if err := c.Get(ctx, client.ObjectKey{Namespace: "kcm-system", Name: "my-notebook"}, wsd); err == nil {
-			report("wsd", fmt.Sprintf("WorkspaceDeployment my-notebook: %s — %s", phaseOr(string(wsd.Status.Phase)), wsd.Status.Message))
+			line := "WorkspaceDeployment my-notebook: " + phaseOr(string(wsd.Status.Phase))
+			if wsd.Status.Message != "" {
+				line += " — " + wsd.Status.Message
+			}
+			report("wsd", line)
 			running = wsd.Status.Phase == workspacesv1.PhaseRunning
 		}
 		if colonyReady && running && !ready {
