@@ -33,6 +33,7 @@ manifests: ## Generate CRDs (config/crd/bases, charts/apiary/crds), test CRDs fo
 	rm -f charts/apiary/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/apiary/crds/
 	mkdir -p charts/apiary/files && cp config/rbac/role.yaml charts/apiary/files/role.yaml
+	go run ./hack/apidocs > docs/api.md
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

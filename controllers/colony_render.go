@@ -2,12 +2,13 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -107,14 +108,39 @@ func (r *ColonyReconciler) renderCluster(ctx context.Context, obj *infrav1.Colon
 // bundleFor resolves a bundle reference: a ConfigMap in namespace, a named
 // bundle of the registry, or the default.
 func (r *ColonyReconciler) bundleFor(ctx context.Context, namespace string, ref *commonv1.BundleReference, def string) (*render.Bundle, error) {
-	return resolveBundle(ctx, r.APIReader, r.Bundles, namespace, ref, def)
+	return resolveBundle(ctx, r.Client, r.APIReader, r.Bundles, namespace, ref, def)
 }
 
-func resolveBundle(ctx context.Context, reader client.Reader, reg *render.Registry, namespace string, ref *commonv1.BundleReference, def string) (*render.Bundle, error) {
+// configMapBundles keeps the bundles loaded from ConfigMaps by their
+// resourceVersion, read from the metadata cache, so a ConfigMap is read from
+// the API server only when it changed.
+var configMapBundles = struct {
+	sync.Mutex
+	m map[client.ObjectKey]cachedBundle
+}{m: map[client.ObjectKey]cachedBundle{}}
+
+type cachedBundle struct {
+	resourceVersion string
+	bundle          *render.Bundle
+}
+
+func resolveBundle(ctx context.Context, cached, reader client.Reader, reg *render.Registry, namespace string,
+	ref *commonv1.BundleReference, def string) (*render.Bundle, error) {
 	switch {
 	case ref != nil && ref.ConfigMapRef != nil:
-		cm := &corev1.ConfigMap{}
 		key := client.ObjectKey{Namespace: namespace, Name: ref.ConfigMapRef.Name}
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+		if err := cached.Get(ctx, key, meta); err != nil {
+			return nil, fmt.Errorf("bundle ConfigMap %s: %w", key, err)
+		}
+		configMapBundles.Lock()
+		c, ok := configMapBundles.m[key]
+		configMapBundles.Unlock()
+		if ok && c.resourceVersion == meta.ResourceVersion {
+			return c.bundle, nil
+		}
+		cm := &corev1.ConfigMap{}
 		if err := reader.Get(ctx, key, cm); err != nil {
 			return nil, fmt.Errorf("bundle ConfigMap %s: %w", key, err)
 		}
@@ -125,13 +151,17 @@ func resolveBundle(ctx context.Context, reader client.Reader, reg *render.Regist
 		for k, v := range cm.BinaryData {
 			files[k] = v
 		}
-		return render.LoadFiles("configmap/"+key.String(), files)
+		b, err := render.LoadFiles("configmap/"+key.String(), files)
+		if err != nil {
+			return nil, err
+		}
+		configMapBundles.Lock()
+		configMapBundles.m[key] = cachedBundle{resourceVersion: cm.ResourceVersion, bundle: b}
+		configMapBundles.Unlock()
+		return b, nil
 	case ref != nil && ref.Name != "":
 		return reg.Get(ref.Name)
 	default:
 		return reg.Get(def)
 	}
 }
-
-// isBundleNotFound reports whether err means a missing bundle.
-func isBundleNotFound(err error) bool { return errors.Is(err, render.ErrBundleNotFound) }

@@ -198,7 +198,7 @@ func (r *WorkspaceDeploymentReconciler) valuesContent(ctx context.Context, names
 // renderBundle renders the workspace's ServiceSet (and values Secret).
 func (r *WorkspaceDeploymentReconciler) renderBundle(ctx context.Context, w *workspaceRun, v *plan.Values) ([]*unstructured.Unstructured, string, error) {
 	obj, class := w.obj, w.class
-	bundle, err := resolveBundle(ctx, r.APIReader, r.Bundles, class.Namespace, class.Spec.Bundle, render.WorkspaceServiceSetBundle)
+	bundle, err := resolveBundle(ctx, r.Client, r.APIReader, r.Bundles, plan.BundleNamespace(class), class.Spec.Bundle, render.WorkspaceServiceSetBundle)
 	if err != nil {
 		return nil, "", err
 	}

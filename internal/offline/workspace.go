@@ -142,7 +142,7 @@ func (r *renderer) renderValues(w *workspace) ([]*unstructured.Unstructured, err
 	for _, o := range v.Overwritten {
 		r.warn("%s: WorkspaceDeployment/%s: spec.values: %s", w.src, obj.Name, o.String())
 	}
-	bundle, _, err := r.bundleFor(class.Namespace, class.Spec.Bundle, render.WorkspaceServiceSetBundle)
+	bundle, _, err := r.bundleFor(plan.BundleNamespace(class), class.Spec.Bundle, render.WorkspaceServiceSetBundle)
 	if err == nil {
 		var req render.Request
 		if req, err = plan.ServiceSetRequest(class, obj, w.cdName, w.cdNS, v, r.settings); err == nil {

@@ -17,9 +17,11 @@ type BundleReference struct {
 	// +optional
 	Name string `json:"name,omitempty"`
 
-	// ConfigMapRef names a ConfigMap, in the namespace of the object that
-	// uses the bundle, whose data keys are the bundle's files (Chart.yaml,
-	// values.yaml, templates/<file>, with "/" written as "__" in keys).
+	// ConfigMapRef names a ConfigMap whose data keys are the bundle's files
+	// (Chart.yaml, values.yaml, templates/<file>, with "/" written as "__"
+	// in keys). A Colony's is in the Colony's namespace; a WorkspaceClass's,
+	// which has none, beside the class's ServiceTemplate (kcm-system by
+	// default).
 	// +optional
 	ConfigMapRef *corev1.LocalObjectReference `json:"configMapRef,omitempty"`
 }

@@ -294,3 +294,13 @@ func Resources(class *workspacesv1.WorkspaceClass, obj *workspacesv1.WorkspaceDe
 	}
 	return resolved, selector, demand
 }
+
+// BundleNamespace is where a WorkspaceClass's bundle ConfigMap is looked up:
+// the class is cluster-scoped, so its ConfigMap lives beside its
+// ServiceTemplate (kcm-system unless the class names another namespace).
+func BundleNamespace(class *workspacesv1.WorkspaceClass) string {
+	if ns := class.Spec.ServiceTemplate.Namespace; ns != "" {
+		return ns
+	}
+	return k0rdentv1beta1.SystemNamespace
+}
