@@ -125,3 +125,35 @@ func FuzzRender(f *testing.F) {
 		}
 	})
 }
+
+// A WorkspaceClass's bundle ConfigMap is found beside its ServiceTemplate.
+func TestClassBundleFromConfigMapBesideTheTemplate(t *testing.T) {
+	g := NewWithT(t)
+	dir := t.TempDir()
+	write(t, dir, "class.yaml", `apiVersion: workspaces.exalsius.ai/v1
+kind: WorkspaceClass
+metadata: {name: custom-1-0-0}
+spec:
+  displayName: Custom
+  serviceTemplate: {name: custom-1-0-0, namespace: templates}
+  defaultResources: {}
+  bundle: {configMapRef: {name: custom-bundle}}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: custom-bundle, namespace: templates}
+data:
+  Chart.yaml: "apiVersion: v2\nname: custom\nversion: 0.1.0\n"
+  templates__cm.yaml: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Input.serviceSetName }}-custom\n  namespace: {{ .Input.cluster.namespace }}\ndata:\n  release: {{ .Input.releaseName }}\n"
+---
+apiVersion: workspaces.exalsius.ai/v1
+kind: WorkspaceDeployment
+metadata: {name: w, namespace: team}
+spec:
+  workspaceClassRef: custom-1-0-0
+  clusterDeploymentRef: {name: c1}
+`)
+	out, stderr, code := renderArgs(t, "-f", filepath.Join(dir, "class.yaml"))
+	g.Expect(code).To(Equal(0), stderr)
+	findObject(t, out, "ConfigMap", "wsd-c1-w-custom")
+}
