@@ -7,7 +7,6 @@ import (
 
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -58,25 +57,18 @@ type ColonyReconcilerOptions struct {
 	MaxConcurrentReconciles int
 }
 
-// colonyOwnedConditions are the conditions the Colony controller writes.
-var colonyOwnedConditions = []string{
-	commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition,
-	commonv1.RenderedCondition, commonv1.DeliveredCondition,
-	infrav1.ClustersReadyCondition, infrav1.KubeconfigsReadyCondition, infrav1.GPUInventoryReadyCondition,
-}
-
 // Reconcile is the entry point of a Colony's reconciliation.
 func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &infrav1.Colony{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sp := patch.NewSerialPatcher(obj, r.Client)
+	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
 
 	defer func() {
 		summarizeColony(obj, retErr)
-		if err := patchStatus(ctx, sp, obj, colonyOwnedConditions, false); err != nil {
+		if err := patchStatus(ctx, sp, obj, false); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 		r.notify(obj, oldPhase)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -81,16 +80,12 @@ type statusObject interface {
 	conditions.Setter
 }
 
-// patchStatus writes the object's final state of a reconciliation, once:
-// owned conditions win conflicts, and observedGeneration moves only when the
-// object is Ready or Stalled (always, with alwaysObserve). A deleted object
-// that is gone is not an error.
-func patchStatus(ctx context.Context, sp *patch.SerialPatcher, obj statusObject, owned []string, alwaysObserve bool) error {
-	opts := []patch.Option{patch.WithOwnedConditions{Conditions: owned}, patch.WithFieldOwner(fieldOwner)}
-	if alwaysObserve || conditions.IsReady(obj) || conditions.IsStalled(obj) {
-		opts = append(opts, patch.WithStatusObservedGeneration{})
-	}
-	err := sp.Patch(ctx, obj, opts...)
+// patchStatus writes the object's final state of a reconciliation, once.
+// observedGeneration moves only when the object is Ready or Stalled (always,
+// with alwaysObserve). A deleted object that is gone is not an error.
+func patchStatus(ctx context.Context, p *objectPatcher, obj statusObject, alwaysObserve bool) error {
+	observe := alwaysObserve || conditions.IsReady(obj) || conditions.IsStalled(obj)
+	err := p.patch(ctx, obj, observe)
 	if err != nil && apierrors.IsNotFound(err) && !obj.GetDeletionTimestamp().IsZero() {
 		return nil
 	}
@@ -99,12 +94,12 @@ func patchStatus(ctx context.Context, sp *patch.SerialPatcher, obj statusObject,
 
 // ensureFinalizer adds the finalizer and persists it before any other work,
 // so nothing is delivered for an object that could vanish without cleanup.
-func ensureFinalizer(ctx context.Context, sp *patch.SerialPatcher, obj client.Object, finalizer string) error {
+func ensureFinalizer(ctx context.Context, p *objectPatcher, obj client.Object, finalizer string) error {
 	if controllerutil.ContainsFinalizer(obj, finalizer) {
 		return nil
 	}
 	controllerutil.AddFinalizer(obj, finalizer)
-	if err := sp.Patch(ctx, obj); err != nil {
+	if err := p.patch(ctx, obj, false); err != nil {
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil

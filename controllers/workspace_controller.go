@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/patch"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -59,24 +58,17 @@ type WorkspaceDeploymentReconcilerOptions struct {
 	MaxConcurrentReconciles int
 }
 
-var workspaceOwnedConditions = []string{
-	commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition, commonv1.DeliveredCondition,
-	workspacesv1.ClassResolvedCondition, workspacesv1.ClusterDeploymentResolvedCondition,
-	workspacesv1.ConfigResolvedCondition, workspacesv1.ResourcesInjectedCondition,
-	workspacesv1.PrerequisitesMetCondition, workspacesv1.GPUCapacityCondition, workspacesv1.HelmReleaseReadyCondition,
-}
-
 // Reconcile is the entry point of a WorkspaceDeployment's reconciliation.
 func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &workspacesv1.WorkspaceDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sp := patch.NewSerialPatcher(obj, r.Client)
+	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
 	defer func() {
 		summarizeWorkspace(obj, retErr)
-		if err := patchStatus(ctx, sp, obj, workspaceOwnedConditions, false); err != nil {
+		if err := patchStatus(ctx, sp, obj, false); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 		r.notify(obj, oldPhase)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/patch"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -41,15 +40,13 @@ type WorkspaceClassReconcilerOptions struct {
 	MaxConcurrentReconciles int
 }
 
-var classOwnedConditions = []string{commonv1.ReadyCondition, commonv1.ReconcilingCondition, commonv1.StalledCondition}
-
 // Reconcile is the entry point of a WorkspaceClass's reconciliation.
 func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &workspacesv1.WorkspaceClass{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	sp := patch.NewSerialPatcher(obj, r.Client)
+	sp := newObjectPatcher(r.Client, obj)
 	defer func() {
 		if retErr != nil {
 			conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", retErr)
@@ -58,7 +55,7 @@ func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		// valid and validationError are a verdict on the generation just
 		// evaluated, also when it is "not valid".
 		observed := retErr == nil && obj.DeletionTimestamp.IsZero()
-		if err := patchStatus(ctx, sp, obj, classOwnedConditions, observed); err != nil {
+		if err := patchStatus(ctx, sp, obj, observed); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
 		}
 	}()

@@ -1,0 +1,71 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// objectPatcher persists a reconciled object with at most two requests, one
+// for its whole status and one for its metadata, and none when nothing
+// changed. Writing the status at once means a reader never sees conditions
+// ahead of the fields they summarise (Ready=True before the ready count).
+// Apiary is the only writer of its objects' status, so a merge patch without
+// conflict resolution is enough.
+type objectPatcher struct {
+	client client.Client
+	before client.Object
+}
+
+func newObjectPatcher(c client.Client, obj client.Object) *objectPatcher {
+	return &objectPatcher{client: c, before: obj.DeepCopyObject().(client.Object)}
+}
+
+// patch writes what changed since the last patch; with observe it first
+// records the object's generation as status.observedGeneration.
+func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bool) error {
+	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
+	if err != nil {
+		return fmt.Errorf("converting the object: %w", err)
+	}
+	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return fmt.Errorf("converting the object: %w", err)
+	}
+	if observe {
+		if err := unstructured.SetNestedField(after, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
+			return fmt.Errorf("setting observedGeneration: %w", err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(after, obj); err != nil {
+			return fmt.Errorf("setting observedGeneration: %w", err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(before["status"], after["status"]) {
+		if err := p.client.Status().Patch(ctx, obj, client.MergeFrom(p.before), client.FieldOwner(fieldOwner)); err != nil {
+			return fmt.Errorf("writing status: %w", err)
+		}
+	}
+	if !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after)) {
+		if err := p.client.Patch(ctx, obj, client.MergeFrom(p.before), client.FieldOwner(fieldOwner)); err != nil {
+			return fmt.Errorf("writing metadata: %w", err)
+		}
+	}
+	p.before = obj.DeepCopyObject().(client.Object)
+	return nil
+}
+
+// mutableMetadata is the metadata a reconciler changes.
+func mutableMetadata(u map[string]any) map[string]any {
+	meta, _ := u["metadata"].(map[string]any)
+	out := map[string]any{}
+	for _, k := range []string{"labels", "annotations", "finalizers", "ownerReferences"} {
+		if v, ok := meta[k]; ok {
+			out[k] = v
+		}
+	}
+	return out
+}
