@@ -279,15 +279,7 @@ func podRequests(pods []corev1.Pod, namespace, resource string) int64 {
 		if p.Namespace != namespace || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		for _, c := range p.Spec.Containers {
-			q, ok := c.Resources.Requests[corev1.ResourceName(resource)]
-			if !ok {
-				q, ok = c.Resources.Limits[corev1.ResourceName(resource)]
-			}
-			if ok {
-				total += q.Value()
-			}
-		}
+		total += gpu.PodRequest(&p, corev1.ResourceName(resource))
 	}
 	return total
 }

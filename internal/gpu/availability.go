@@ -59,7 +59,7 @@ func Availability(nodes []corev1.Node, pods []corev1.Pod, selector map[string]st
 			p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		used += podRequest(p, corev1.ResourceName(c.ResourceName))
+		used += PodRequest(p, corev1.ResourceName(c.ResourceName))
 	}
 	c.Free = max(c.Total-used, 0)
 	return c, true
@@ -86,17 +86,34 @@ func firstGPUResource(n *corev1.Node) (string, string) {
 	return "", ""
 }
 
-// podRequest sums what the pod's containers request of a resource, taking
-// the limit of a container that sets no request.
-func podRequest(p *corev1.Pod, resource corev1.ResourceName) int64 {
-	var sum int64
+// PodRequest is what a pod takes of a resource as the scheduler counts it:
+// its containers' requests summed (with restartable init containers, the
+// sidecars), or its largest other init container when that is more. A
+// container that sets no request is counted at its limit, which is what
+// Kubernetes defaults the request of an extended resource to.
+func PodRequest(p *corev1.Pod, resource corev1.ResourceName) int64 {
+	var sum, initMax int64
 	for i := range p.Spec.Containers {
-		res := &p.Spec.Containers[i].Resources
-		if q, ok := res.Requests[resource]; ok {
-			sum += max(q.Value(), 0)
-		} else if q, ok := res.Limits[resource]; ok {
-			sum += max(q.Value(), 0)
+		sum += containerRequest(&p.Spec.Containers[i].Resources, resource)
+	}
+	for i := range p.Spec.InitContainers {
+		c := &p.Spec.InitContainers[i]
+		r := containerRequest(&c.Resources, resource)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum += r
+		} else {
+			initMax = max(initMax, r)
 		}
 	}
-	return sum
+	return max(sum, initMax)
+}
+
+func containerRequest(res *corev1.ResourceRequirements, resource corev1.ResourceName) int64 {
+	if q, ok := res.Requests[resource]; ok {
+		return max(q.Value(), 0)
+	}
+	if q, ok := res.Limits[resource]; ok {
+		return max(q.Value(), 0)
+	}
+	return 0
 }

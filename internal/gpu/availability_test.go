@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 func TestAvailability(t *testing.T) {
@@ -184,4 +185,35 @@ func deepCopyPods(pods []corev1.Pod) []corev1.Pod {
 		pods[i].DeepCopyInto(&out[i])
 	}
 	return out
+}
+
+func TestPodRequestCountsInitContainers(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	gpus := func(n int64) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)}}
+	}
+	cases := []struct {
+		name string
+		pod  corev1.PodSpec
+		want int64
+	}{
+		{"containers only", corev1.PodSpec{Containers: []corev1.Container{{Resources: gpus(1)}, {Resources: gpus(2)}}}, 3},
+		{"a larger init container wins", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: gpus(4)}},
+			Containers:     []corev1.Container{{Resources: gpus(1)}}}, 4},
+		{"a smaller init container does not add", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: gpus(1)}},
+			Containers:     []corev1.Container{{Resources: gpus(2)}}}, 2},
+		{"a sidecar adds to the containers", corev1.PodSpec{
+			InitContainers: []corev1.Container{{Resources: gpus(1), RestartPolicy: &always}},
+			Containers:     []corev1.Container{{Resources: gpus(2)}}}, 3},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{Spec: tc.pod}
+			if got := PodRequest(p, "nvidia.com/gpu"); got != tc.want {
+				t.Fatalf("PodRequest = %d, want %d", got, tc.want)
+			}
+		})
+	}
 }
