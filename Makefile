@@ -6,6 +6,7 @@ SHELL := /usr/bin/env bash -o pipefail
 # Tool and control-plane versions. The envtest binaries are built from the Go
 # module proxy (see hack/testenv) and cached under bin/, keyed by version.
 CONTROLLER_GEN_VERSION ?= v0.23.0
+FLUX_VERSION ?= v1.9.6
 KUBE_VERSION ?= 1.35.4
 ETCD_VERSION ?= 3.6.16
 ENVTEST_DIR ?= $(CURDIR)/bin/k8s/$(KUBE_VERSION)-etcd$(ETCD_VERSION)
@@ -61,8 +62,12 @@ testenv: $(ENVTEST_DIR)/kube-apiserver ## Build kube-apiserver and etcd for envt
 $(ENVTEST_DIR)/kube-apiserver: hack/testenv/build.sh hack/testenv/kube-apiserver/go.mod hack/testenv/etcd/go.mod
 	hack/testenv/build.sh $(ENVTEST_DIR)
 
+.PHONY: flux-crds
+flux-crds: ## Download Flux's controller modules (for their CRDs) into the Go module cache.
+	cd "$$(mktemp -d)" && GOFLAGS=-mod=mod go mod download github.com/fluxcd/source-controller@$(FLUX_VERSION) github.com/fluxcd/kustomize-controller@$(FLUX_VERSION)
+
 .PHONY: test
-test: generate manifests vet testenv ## Run all tests against a real API server (envtest).
+test: generate manifests vet testenv flux-crds ## Run all tests against a real API server (envtest).
 	go test ./... -timeout $(GO_TEST_TIMEOUT) -coverprofile cover.out $(GO_TEST_ARGS)
 
 ##@ Build and run

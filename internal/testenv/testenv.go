@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"sort"
@@ -183,4 +184,30 @@ func SharedK0rdentCRDDir(version string) (string, bool) {
 		}
 	}
 	return strings.Join(candidates, ", "), false
+}
+
+// FluxVersion is the Flux release whose CRDs the tests install (make
+// flux-crds downloads its controller modules).
+const FluxVersion = "v1.9.6"
+
+// FluxCRDDirs returns the CRD folders of Flux's source-controller and
+// kustomize-controller in the Go module cache.
+func FluxCRDDirs() ([]string, error) {
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			return nil, fmt.Errorf("finding the Go module cache: %w", err)
+		}
+		cache = strings.TrimSpace(string(out))
+	}
+	var dirs []string
+	for _, c := range []string{"source-controller", "kustomize-controller"} {
+		dir := filepath.Join(cache, "github.com", "fluxcd", c+"@"+FluxVersion, "config", "crd", "bases")
+		if _, err := os.Stat(dir); err != nil {
+			return nil, fmt.Errorf("Flux %s CRDs not found in %s: run `make flux-crds`", c, dir)
+		}
+		dirs = append(dirs, dir)
+	}
+	return dirs, nil
 }

@@ -16,7 +16,12 @@ var env *testenv.Environment
 
 func TestMain(m *testing.M) {
 	var err error
-	env, err = testenv.Start()
+	flux, err := testenv.FluxCRDDirs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%v\n", err)
+		os.Exit(1)
+	}
+	env, err = testenv.Start(testenv.WithCRDDirs(flux...))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
 		os.Exit(1)
