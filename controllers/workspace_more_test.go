@@ -59,6 +59,14 @@ func TestWorkspacePrerequisiteFromTheColony(t *testing.T) {
 	own := standin.NewServiceSet(ns, "c1", "c1", k0rdentv1beta1.ServiceWithValues{Name: "gpu-operator", Namespace: "gpu-operator", Template: "gpu-operator",
 		HelmOptions: &k0rdentv1beta1.ServiceHelmOptions{InstallOptions: rawJSON(`{"createNamespace":true}`)}})
 	g.Expect(env.Client.Create(ctx, own)).To(Succeed())
+	// The cluster runs the service before the workspace comes; a workspace
+	// that came first would install its own.
+	g.Eventually(func(g Gomega) {
+		cd := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "c1"}, cd)).To(Succeed())
+		g.Expect(cd.Status.Services).To(ContainElement(SatisfyAll(
+			HaveField("Template", "gpu-operator"), HaveField("State", k0rdentv1beta1.ServiceStateDeployed))))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
 	workspaceClass(t, "cp-"+ns, ns, "tmpl", func(c *workspacesv1.WorkspaceClass) {
 		c.Spec.Prerequisites = []workspacesv1.PrerequisiteSpec{{ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "gpu-operator", Namespace: ns}}}
 	})
