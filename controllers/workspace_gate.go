@@ -17,6 +17,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -88,20 +89,6 @@ func (g *gpuGate) snapshot(cd types.NamespacedName) map[types.NamespacedName]adm
 	return out
 }
 
-// selectorKey serialises a selector.
-func selectorKey(sel map[string]string) string {
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+sel[k])
-	}
-	return strings.Join(parts, ",")
-}
-
 // admitted reports whether the workspace's current generation passed the gate.
 func admitted(obj *workspacesv1.WorkspaceDeployment) bool {
 	c := conditions.Get(obj, workspacesv1.GPUCapacityCondition)
@@ -124,7 +111,7 @@ func (r *WorkspaceDeploymentReconciler) admitGPUs(ctx context.Context, w *worksp
 		if prev := obj.Status.ResolvedResources; prev != nil && prev.PerReplica != nil && prev.PerReplica.GPUVendor != nil {
 			r.stampVendor(w, string(*prev.PerReplica.GPUVendor))
 		}
-		r.gate.admit(w.cdKey, self, admission{demand: w.demand, selector: selectorKey(w.selector)})
+		r.gate.admit(w.cdKey, self, admission{demand: w.demand, selector: gpu.SelectorKey(w.selector)})
 		return proceed, nil
 	}
 	cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
@@ -152,7 +139,7 @@ func (r *WorkspaceDeploymentReconciler) admitGPUs(ctx context.Context, w *worksp
 		r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
 		return stopWith(0), nil
 	}
-	selKey := selectorKey(w.selector)
+	selKey := gpu.SelectorKey(w.selector)
 	siblings, err := r.clusterWorkspaces(ctx, w.cdKey)
 	if err != nil {
 		return stopWith(0), err
@@ -209,8 +196,8 @@ func (r *WorkspaceDeploymentReconciler) reserved(cd, self types.NamespacedName, 
 		// Admissions made before a restart are read back from the status.
 		if admitted(s) && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil {
 			res := *s.Status.ResolvedResources
-			if d := demandOf(res); d > 0 {
-				r.gate.admit(cd, key, admission{demand: d, selector: selectorKey(selectorOf(res))})
+			if d := plan.Demand(res); d > 0 {
+				r.gate.admit(cd, key, admission{demand: d, selector: gpu.SelectorKey(plan.GPUSelector(res))})
 			}
 		}
 	}
@@ -241,7 +228,7 @@ func olderWaiting(obj *workspacesv1.WorkspaceDeployment, siblings []workspacesv1
 		if s.Status.ResolvedResources != nil {
 			res = *s.Status.ResolvedResources
 		}
-		if selectorKey(selectorOf(res)) != selKey {
+		if gpu.SelectorKey(plan.GPUSelector(res)) != selKey {
 			continue
 		}
 		older := s.CreationTimestamp.Before(&obj.CreationTimestamp) ||
@@ -252,24 +239,6 @@ func olderWaiting(obj *workspacesv1.WorkspaceDeployment, siblings []workspacesv1
 	}
 	sort.Strings(out)
 	return out
-}
-
-func selectorOf(res workspacesv1.WorkspaceResourceSpec) map[string]string {
-	if res.PerReplica == nil {
-		return nil
-	}
-	return gpu.Selector(res.PerReplica.GPUType, res.PerReplica.GPUNodeSelector)
-}
-
-func demandOf(res workspacesv1.WorkspaceResourceSpec) int64 {
-	if res.PerReplica == nil || res.PerReplica.GPUCount == nil {
-		return 0
-	}
-	replicas := int64(1)
-	if res.Replicas != nil {
-		replicas = int64(*res.Replicas)
-	}
-	return replicas * int64(*res.PerReplica.GPUCount)
 }
 
 // podRequests sums what the live pods of a namespace request of a resource.
@@ -291,5 +260,5 @@ func describeSelector(sel map[string]string) string {
 	if m, ok := sel[gpu.ModelLabel]; ok && len(sel) == 1 {
 		return fmt.Sprintf("model %q", m)
 	}
-	return "selector {" + selectorKey(sel) + "}"
+	return fmt.Sprintf("selector %v", sel)
 }

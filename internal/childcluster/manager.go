@@ -29,15 +29,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 )
 
 const (
 	// KubeconfigSecretSuffix is appended to a ClusterDeployment's name to name
 	// the Secret (in its namespace) holding the child's admin kubeconfig.
-	KubeconfigSecretSuffix = "-kubeconfig"
+	KubeconfigSecretSuffix = k0rdentv1beta1.KubeconfigSecretSuffix
 	// KubeconfigSecretKey is the data key of that Secret.
-	KubeconfigSecretKey = "value"
+	KubeconfigSecretKey = k0rdentv1beta1.KubeconfigSecretKey
 
 	defaultTimeout     = 10 * time.Second
 	defaultSyncTimeout = 20 * time.Second

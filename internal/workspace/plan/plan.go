@@ -277,22 +277,32 @@ func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.Prer
 
 // Resources merges the class's default resources with the workspace's
 // overrides and derives the GPU selector the gate checks and the GPUs the
-// workspace asks for in all (replicas × gpuCount).
+// workspace asks for in all.
 func Resources(class *workspacesv1.WorkspaceClass, obj *workspacesv1.WorkspaceDeployment) (workspacesv1.WorkspaceResourceSpec, map[string]string, int64) {
 	resolved := values.MergeResources(&class.Spec.DefaultResources, obj.Spec.Resources)
-	var selector map[string]string
-	var demand int64
-	if pr := resolved.PerReplica; pr != nil {
-		selector = gpu.Selector(pr.GPUType, pr.GPUNodeSelector)
-		if pr.GPUCount != nil {
-			replicas := int64(1)
-			if resolved.Replicas != nil {
-				replicas = int64(*resolved.Replicas)
-			}
-			demand = replicas * int64(*pr.GPUCount)
-		}
+	return resolved, GPUSelector(resolved), Demand(resolved)
+}
+
+// GPUSelector is the node selector of the GPUs resources ask for
+// (gpuType and gpuNodeSelector), nil when they name none.
+func GPUSelector(res workspacesv1.WorkspaceResourceSpec) map[string]string {
+	if res.PerReplica == nil {
+		return nil
 	}
-	return resolved, selector, demand
+	return gpu.Selector(res.PerReplica.GPUType, res.PerReplica.GPUNodeSelector)
+}
+
+// Demand is the number of GPUs resources ask for in all: replicas (1 when
+// unset) times gpuCount.
+func Demand(res workspacesv1.WorkspaceResourceSpec) int64 {
+	if res.PerReplica == nil || res.PerReplica.GPUCount == nil {
+		return 0
+	}
+	replicas := int64(1)
+	if res.Replicas != nil {
+		replicas = int64(*res.Replicas)
+	}
+	return replicas * int64(*res.PerReplica.GPUCount)
 }
 
 // BundleNamespace is where a WorkspaceClass's bundle ConfigMap is looked up:
