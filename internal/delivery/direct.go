@@ -328,12 +328,17 @@ func (d *Direct) comparable(it *item) map[string]any {
 }
 
 // getLive reads an object through the client; nil when it does not exist.
-// Kinds of the scheme are read as typed objects, because reading them as
-// unstructured objects through a cache would start a second informer.
 func (d *Direct) getLive(ctx context.Context, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
+	return readLive(ctx, d.client, d.scheme, gvk, key)
+}
+
+// readLive reads an object; nil when it does not exist. Kinds of the scheme
+// are read as typed objects, because reading them as unstructured objects
+// through a cache would start a second informer.
+func readLive(ctx context.Context, c client.Reader, scheme *runtime.Scheme, gvk schema.GroupVersionKind, key client.ObjectKey) (client.Object, error) {
 	var obj client.Object
-	if d.scheme.Recognizes(gvk) {
-		if typed, err := d.scheme.New(gvk); err == nil {
+	if scheme != nil && scheme.Recognizes(gvk) {
+		if typed, err := scheme.New(gvk); err == nil {
 			obj, _ = typed.(client.Object)
 		}
 	}
@@ -342,7 +347,7 @@ func (d *Direct) getLive(ctx context.Context, gvk schema.GroupVersionKind, key c
 		u.SetGroupVersionKind(gvk)
 		obj = u
 	}
-	if err := d.client.Get(ctx, key, obj); err != nil {
+	if err := c.Get(ctx, key, obj); err != nil {
 		return nil, client.IgnoreNotFound(err)
 	}
 	obj.GetObjectKind().SetGroupVersionKind(gvk)

@@ -152,8 +152,12 @@ type Result struct {
 	// pruned. Empty when the sink already held exactly the given set.
 	Changed []string
 	// Revision is the Git commit that holds the objects; empty for the
-	// direct sink.
+	// direct sink, and while changes are pending.
 	Revision string
+	// Pending is true while the sink holds changes of the owner that are
+	// not in the target yet (the Git sink's next commit). The sink notifies
+	// the owner once they are.
+	Pending bool
 }
 
 // Sink makes a target hold exactly a set of objects for an owner.

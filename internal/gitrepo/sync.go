@@ -213,6 +213,12 @@ func writeKustomization(dir string, isRoot bool) (bool, error) {
 		TypeMeta:  types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
 		Resources: resources,
 	}
+	if isRoot {
+		// A name keeps an empty root buildable: kustomize refuses a
+		// kustomization without any field, and Flux must be able to
+		// apply (and prune to) an empty tree.
+		k.MetaData = &types.ObjectMeta{Name: "apiary"}
+	}
 	data, err := yaml.Marshal(&k)
 	if err != nil {
 		return false, fmt.Errorf("encoding %s: %w", kfile, err)

@@ -1,0 +1,355 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/gitrepo"
+)
+
+// DefaultCommitWindow is how long the Git sink collects changes before it
+// commits them together.
+const DefaultCommitWindow = 2 * time.Second
+
+// ErrNotOpen marks an Apply or Delete that came before the Git sink could
+// open its clone; the wrapped error says why (unreachable, auth, ...).
+var ErrNotOpen = errors.New("the Git repository is not open yet")
+
+// GitOptions configure the Git sink.
+type GitOptions struct {
+	// Repo configures the persistent clone; Repo.Path is the subtree the
+	// sink owns.
+	Repo gitrepo.Options
+	// Mapper tells namespaced kinds from cluster-scoped ones.
+	Mapper meta.RESTMapper
+	// Reader reads the cluster Flux applies to, to confirm that deleted
+	// objects were pruned; the manager's cached client.
+	Reader client.Reader
+	// Scheme decides which kinds Reader reads as typed objects.
+	Scheme *runtime.Scheme
+	// Encrypter seals Secrets; nil refuses every Secret (ErrNoRecipients).
+	Encrypter SecretEncrypter
+	// Window is how long changes are collected into one commit
+	// (DefaultCommitWindow when zero).
+	Window time.Duration
+	// Message is the first line of every commit message.
+	Message string
+	// Flux names the Flux objects that apply Repo.Path, for Synced and
+	// for asking Flux to fetch at once after a push. Optional.
+	Flux FluxTarget
+	// Logger for the commit loop.
+	Logger logr.Logger
+}
+
+// FluxTarget names the Flux GitRepository and Kustomization that apply the
+// sink's path.
+type FluxTarget struct {
+	// GitRepository is nudged (reconcile.fluxcd.io/requestedAt) after a push.
+	GitRepository *types.NamespacedName
+	// Kustomization's lastAppliedRevision tells whether a commit is applied.
+	Kustomization *types.NamespacedName
+	// Client patches the nudge annotation; nil disables nudging.
+	Client client.Client
+}
+
+// ownerKey identifies an owner in the sink's bookkeeping.
+type ownerKey struct{ kind, namespace, name string }
+
+func keyOf(o Owner) ownerKey { return ownerKey{o.Kind, o.Namespace, o.Name} }
+
+// pendingFile is a change waiting for the next commit: new content, or a
+// removal when data is nil.
+type pendingFile struct {
+	data  []byte
+	owner ownerKey
+}
+
+// Git is the sink that commits objects to a Git repository for Flux to apply.
+// Apply never waits for Git: it queues the changed files and returns a
+// pending Result; a commit loop (Start) commits the changes of a window in
+// one commit and then notifies the owners (Subscribe) to reconcile again.
+// Unchanged output queues nothing and costs no Git or API request.
+type Git struct {
+	opts GitOptions
+	kick chan struct{}
+
+	mu       sync.Mutex
+	repo     *gitrepo.Repo
+	openErr  error
+	head     map[string][]byte // files under the path at the last known head
+	headSHA  string
+	pending  map[string]*pendingFile
+	perOwner map[ownerKey]int // pending files per owner
+	ownerRev map[ownerKey]string
+	ownerErr map[ownerKey]error
+	refused  map[ownerKey]bool // owners turned away before the clone opened
+	notifier notifier
+}
+
+var _ Sink = (*Git)(nil)
+
+// NewGit returns a Git sink. Add it to the manager (it is a Runnable): Start
+// opens the clone and runs the commit loop.
+func NewGit(opts GitOptions) (*Git, error) {
+	if opts.Mapper == nil || opts.Reader == nil {
+		return nil, errors.New("git sink needs a REST mapper and a reader")
+	}
+	if opts.Window <= 0 {
+		opts.Window = DefaultCommitWindow
+	}
+	if opts.Message == "" {
+		opts.Message = "apiary: update rendered objects"
+	}
+	if opts.Logger.GetSink() == nil {
+		opts.Logger = logr.Discard()
+	}
+	return &Git{
+		opts:     opts,
+		kick:     make(chan struct{}, 1),
+		openErr:  errors.New("the commit loop has not started"),
+		pending:  map[string]*pendingFile{},
+		perOwner: map[ownerKey]int{},
+		ownerRev: map[ownerKey]string{},
+		ownerErr: map[ownerKey]error{},
+		refused:  map[ownerKey]bool{},
+	}, nil
+}
+
+// Mode returns ModeGit.
+func (g *Git) Mode() string { return ModeGit }
+
+// Apply queues the files of objs that differ from the repository, and the
+// removal of files of prev's objects that left the set. When the owner has
+// queued changes the Result is Pending (and carries the error of the last
+// failed commit, if any); otherwise its Revision is the commit that holds
+// the owner's files.
+func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
+	if err := owner.Validate(); err != nil {
+		return nil, err
+	}
+	var errs []error
+	inSet := map[string]bool{}
+	canPrune := true
+	var files []*gitFile
+	scopes := map[schema.GroupVersionKind]bool{}
+	for i, o := range objs {
+		if o == nil || o.GetKind() == "" || o.GetName() == "" {
+			errs = append(errs, fmt.Errorf("object %d of the set has no kind or no name", i))
+			canPrune = false
+			continue
+		}
+		raw := IDOf(o).String()
+		f, err := encodeFile(g.opts.Mapper, owner, o, scopes)
+		inSet[raw] = true
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		id := f.id.String()
+		if inSet[id] && id != raw {
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.describe()))
+			continue
+		}
+		inSet[id] = true
+		files = append(files, f)
+	}
+
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	key := keyOf(owner)
+	if g.repo == nil {
+		g.refused[key] = true
+		return &Result{Inventory: prev, Pending: true}, fmt.Errorf("%w: %w", ErrNotOpen, g.openErr)
+	}
+	var entries []commonv1.ResourceRef
+	var changed []string
+	queued := map[string]bool{}
+	for _, f := range files {
+		cur := g.current(f.path)
+		if other := fileOwnerOther(owner, cur); other != "" {
+			errs = append(errs, fmt.Errorf("%s: held by %s, not committed for %s", f.id.describe(), other, owner))
+			continue
+		}
+		if err := seal(g.opts.Encrypter, f, cur); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if queued[f.path] {
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.describe()))
+			continue
+		}
+		queued[f.path] = true
+		entries = append(entries, commonv1.ResourceRef{ID: f.id.String(), Version: f.version})
+		if !bytes.Equal(cur, f.data) {
+			g.queue(f.path, f.data, key)
+			changed = append(changed, f.id.String())
+		}
+	}
+	// Keep prev's entries of objects of the set that failed.
+	for _, e := range prevEntries(prev) {
+		if inSet[e.ID] && !containsID(entries, e.ID) {
+			entries = append(entries, e)
+		}
+	}
+	for _, e := range Diff(prev, &commonv1.ResourceInventory{Entries: entries}) {
+		if inSet[e.ID] {
+			continue
+		}
+		if !canPrune {
+			entries = append(entries, e)
+			continue
+		}
+		if g.queueRemoval(owner, e) {
+			changed = append(changed, e.ID)
+		}
+	}
+	if len(changed) > 0 {
+		g.ownerErr[key] = nil
+	}
+	sortEntries(entries)
+	sort.Strings(changed)
+	res := &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}
+	if g.perOwner[key] > 0 {
+		res.Pending = true
+		g.wake()
+		if err := g.ownerErr[key]; err != nil {
+			errs = append(errs, err)
+		}
+		return res, errors.Join(errs...)
+	}
+	res.Revision = g.revisionOf(key)
+	return res, errors.Join(errs...)
+}
+
+// Delete queues the removal of the files of prev's objects that still
+// belong to owner, and reports done once they are committed and Flux has
+// pruned every object of prev from the cluster.
+func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceInventory) (bool, error) {
+	if err := owner.Validate(); err != nil {
+		return false, err
+	}
+	g.mu.Lock()
+	key := keyOf(owner)
+	if g.repo == nil {
+		g.refused[key] = true
+		g.mu.Unlock()
+		return false, fmt.Errorf("%w: %w", ErrNotOpen, g.openErr)
+	}
+	for _, e := range prevEntries(prev) {
+		g.queueRemoval(owner, e)
+	}
+	if g.perOwner[key] > 0 {
+		g.wake()
+		err := g.ownerErr[key]
+		g.mu.Unlock()
+		return false, err
+	}
+	g.mu.Unlock()
+	for _, e := range prevEntries(prev) {
+		id, err := ParseID(e.ID)
+		if err != nil {
+			continue
+		}
+		live, err := readLive(ctx, g.opts.Reader, g.opts.Scheme, id.GroupVersionKind(e.Version), client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
+		if meta.IsNoMatchError(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
+		}
+		if live != nil && owner.Owns(live.GetLabels()) {
+			return false, nil // Flux has not pruned it yet
+		}
+	}
+	g.mu.Lock()
+	delete(g.ownerRev, key)
+	delete(g.ownerErr, key)
+	g.mu.Unlock()
+	return true, nil
+}
+
+// queueRemoval queues the removal of an entry's file when it still belongs
+// to owner, and reports whether it did. Callers hold g.mu.
+func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
+	id, err := ParseID(e.ID)
+	if err != nil {
+		return false
+	}
+	path := gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)
+	cur := g.current(path)
+	if cur == nil || !ownedBy(owner, cur) {
+		return false
+	}
+	g.queue(path, nil, keyOf(owner))
+	return true
+}
+
+// current returns the content a path will have after the queued changes,
+// nil when absent. Callers hold g.mu.
+func (g *Git) current(path string) []byte {
+	if p, ok := g.pending[path]; ok {
+		return p.data
+	}
+	return g.head[path]
+}
+
+// queue records a change of path for owner; data nil removes the file. A
+// change that brings the path back to its committed content cancels the
+// queued one. Callers hold g.mu.
+func (g *Git) queue(path string, data []byte, owner ownerKey) {
+	if old, ok := g.pending[path]; ok {
+		g.perOwner[old.owner]--
+		delete(g.pending, path)
+	}
+	if bytes.Equal(g.head[path], data) && (data != nil) == (g.head[path] != nil) {
+		return
+	}
+	g.pending[path] = &pendingFile{data: data, owner: owner}
+	g.perOwner[owner]++
+}
+
+// revisionOf is the commit that holds an owner's files: the sink's last
+// commit for it, or the head the sink started from. Callers hold g.mu.
+func (g *Git) revisionOf(key ownerKey) string {
+	if rev := g.ownerRev[key]; rev != "" {
+		return rev
+	}
+	return g.headSHA
+}
+
+func (g *Git) wake() {
+	select {
+	case g.kick <- struct{}{}:
+	default:
+	}
+}
+
+func prevEntries(inv *commonv1.ResourceInventory) []commonv1.ResourceRef {
+	if inv == nil {
+		return nil
+	}
+	return inv.Entries
+}
+
+func containsID(entries []commonv1.ResourceRef, id string) bool {
+	for _, e := range entries {
+		if e.ID == id {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,170 @@
+package delivery
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+
+	"github.com/apiaryhq/apiary/internal/gitrepo"
+)
+
+// ErrNoRecipients marks a Secret that the Git sink refuses to commit because
+// no encryption recipients are configured: Secrets never reach Git in
+// plaintext. It is terminal until the configuration or the set changes.
+var ErrNoRecipients = errors.New("no encryption recipients are configured for Git delivery, so Secrets cannot be committed")
+
+// IsNoRecipients reports whether err holds ErrNoRecipients.
+func IsNoRecipients(err error) bool { return errors.Is(err, ErrNoRecipients) }
+
+// SecretEncrypter turns a plaintext Secret manifest into one that is safe to
+// commit, e.g. encrypted with SOPS for age recipients.
+type SecretEncrypter interface {
+	// Encrypt returns the committed form of a plaintext Secret manifest.
+	Encrypt(manifest []byte) ([]byte, error)
+	// Unchanged reports whether committed, an earlier result of Encrypt,
+	// holds the same plaintext as manifest, so that an unchanged Secret is
+	// not re-encrypted (and recommitted) on every reconcile.
+	Unchanged(committed, manifest []byte) bool
+}
+
+// gitFile is one rendered object as the Git sink commits it.
+type gitFile struct {
+	id      ObjectID
+	version string
+	path    string // relative to the sink's path
+	data    []byte
+	secret  []byte // plaintext manifest of a Secret, encrypted on commit
+}
+
+// fileHeader starts every plain file, for people browsing the repository.
+const fileHeader = "# Rendered by Apiary for %s. Edits are overwritten; change the %s instead.\n"
+
+// encodeFile turns a desired object into its file: canonical form, scope
+// from the REST mapper, owner labels and applied-digest annotation, YAML
+// with sorted keys. Secrets keep their plaintext aside for encryption.
+func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool) (*gitFile, error) {
+	gvk := o.GroupVersionKind()
+	name := describe(gvk.Kind, o.GetNamespace(), o.GetName())
+	if gvk.Version == "" {
+		return nil, fmt.Errorf("%s: apiVersion is missing", name)
+	}
+	obj, err := canonical(o)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	clusterScoped, known := scopes[gvk]
+	if !known {
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return nil, fmt.Errorf("%s: finding the resource of %s: %w", name, gvk, err)
+		}
+		clusterScoped = mapping.Scope.Name() == meta.RESTScopeNameRoot
+		scopes[gvk] = clusterScoped
+	}
+	if clusterScoped {
+		obj.SetNamespace("")
+	} else if obj.GetNamespace() == "" {
+		return nil, fmt.Errorf("%s: a namespaced object needs a namespace", name)
+	}
+	digest, err := digestOf(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	for k, v := range owner.Labels {
+		labels[k] = v
+	}
+	for k, v := range owner.OwnerLabels() {
+		labels[k] = v
+	}
+	obj.SetLabels(labels)
+	ann := obj.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAppliedDigest] = digest
+	obj.SetAnnotations(ann)
+	data, err := yaml.Marshal(obj.Object)
+	if err != nil {
+		return nil, fmt.Errorf("%s: encoding YAML: %w", name, err)
+	}
+	id := IDOf(obj)
+	f := &gitFile{id: id, version: gvk.Version, path: gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)}
+	if isSecret(gvk) {
+		f.secret = data
+		return f, nil
+	}
+	f.data = append([]byte(fmt.Sprintf(fileHeader, owner, owner.Kind)), data...)
+	return f, nil
+}
+
+// seal gives a Secret file its committed bytes: the current committed form
+// when it holds the same plaintext, otherwise a new encryption.
+func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
+	if f.secret == nil {
+		return nil
+	}
+	if enc == nil {
+		return fmt.Errorf("%s: %w", f.id.describe(), ErrNoRecipients)
+	}
+	if current != nil && enc.Unchanged(current, f.secret) {
+		f.data = current
+		return nil
+	}
+	data, err := enc.Encrypt(f.secret)
+	if err != nil {
+		return fmt.Errorf("%s: encrypting: %w", f.id.describe(), err)
+	}
+	f.data = data
+	return nil
+}
+
+// fileMeta is the part of a committed file the sink reads back.
+type fileMeta struct {
+	Metadata struct {
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+}
+
+// fileOwnerOther returns a description of the Apiary owner of committed
+// file content when that is another owner than o, and "" otherwise.
+func fileOwnerOther(o Owner, data []byte) string {
+	if data == nil {
+		return ""
+	}
+	var m fileMeta
+	if err := yaml.Unmarshal(stripComments(data), &m); err != nil {
+		return ""
+	}
+	return o.heldByOther(m.Metadata.Labels)
+}
+
+// ownedBy reports whether committed file content carries o's owner labels.
+func ownedBy(o Owner, data []byte) bool {
+	var m fileMeta
+	if err := yaml.Unmarshal(stripComments(data), &m); err != nil {
+		return false
+	}
+	return o.Owns(m.Metadata.Labels)
+}
+
+// stripComments drops leading comment lines, which the YAML decoder would
+// accept anyway; it keeps decoding cheap and independent of the header.
+func stripComments(data []byte) []byte {
+	for bytes.HasPrefix(data, []byte("#")) {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil
+		}
+		data = data[i+1:]
+	}
+	return data
+}
