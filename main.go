@@ -51,6 +51,8 @@ func main() {
 		"How often Colonies resync their GPU inventory besides reacting to node changes (default 5m).")
 	flag.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
 		"Refuse workspaces that target a ClusterDeployment in another namespace.")
+	var git gitFlags
+	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}
 	zapOpts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -63,6 +65,10 @@ func main() {
 		os.Exit(1)
 	}
 	opts.RestConfig = cfg
+	if opts.Git, err = git.options(); err != nil {
+		fmt.Fprintf(os.Stderr, "apiary: %v\n", err)
+		os.Exit(2)
+	}
 	if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
 		opts.Logger.Error(err, "manager stopped")
 		os.Exit(1)

@@ -44,6 +44,8 @@ type ColonyReconciler struct {
 	Bundles *render.Registry
 	// Sink delivers the rendered objects.
 	Sink delivery.Sink
+	// SyncReader reads Flux Kustomizations (the manager's cache) in Git mode.
+	SyncReader client.Reader
 	// Children reaches the child clusters.
 	Children *childcluster.Manager
 	// InventoryInterval is the period of the GPU inventory resync; 5m when zero.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,9 +15,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/delivery"
 )
 
 // colonyBundleConfigMapIndex indexes Colonies by the bundle ConfigMaps they use.
@@ -42,7 +46,8 @@ func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconci
 		Named("colony").
 		For(&infrav1.Colony{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
-		Owns(&k0rdentv1beta1.ClusterDeployment{}).
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(
+			func(_ context.Context, o client.Object) []reconcile.Request { return colonyOwnerRequest(o) })).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.colonyForKubeconfigSecret),
 			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 				return strings.HasSuffix(o.GetName(), k0rdentv1beta1.KubeconfigSecretSuffix)
@@ -51,6 +56,10 @@ func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconci
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
 		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.colonyForCluster)))
+	}
+	if g := asGit(r.Sink); g != nil {
+		b = b.WatchesRawSource(source.Channel(g.Subscribe("Colony"), &handler.EnqueueRequestForObject{})).
+			Watches(kustomizationObject(), handler.EnqueueRequestsFromMapFunc(r.unsyncedColonies))
 	}
 	return b.Complete(r)
 }
@@ -79,6 +88,13 @@ func colonyOwnerRequest(o metav1.Object) []reconcile.Request {
 		strings.HasPrefix(ref.APIVersion, infrav1.GroupVersion.Group+"/") {
 		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: ref.Name}}}
 	}
+	// Objects delivered through Git carry no owner references (their UIDs
+	// would not survive a rebuilt cluster); the sink's owner labels name
+	// the Colony instead.
+	l := o.GetLabels()
+	if l[delivery.LabelOwnerKind] == "Colony" && l[delivery.LabelOwnerNamespace] == o.GetNamespace() && l[delivery.LabelOwnerName] != "" {
+		return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: l[delivery.LabelOwnerName]}}}
+	}
 	return nil
 }
 
@@ -91,6 +107,22 @@ func (r *ColonyReconciler) coloniesForConfigMap(ctx context.Context, o client.Ob
 	out := make([]reconcile.Request, 0, len(list.Items))
 	for _, c := range list.Items {
 		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+	}
+	return out
+}
+
+// unsyncedColonies maps a change of a Flux Kustomization to the Colonies
+// whose last commit Flux has not been seen to apply.
+func (r *ColonyReconciler) unsyncedColonies(ctx context.Context, _ client.Object) []reconcile.Request {
+	list := &infrav1.ColonyList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if !conditions.IsTrue(&list.Items[i], commonv1.SyncedCondition) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
 	}
 	return out
 }

@@ -48,16 +48,23 @@ func (r *ColonyReconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc 
 			d.LastDeliveredTime = &now
 		}
 	}
+	var rev string
+	if asGit(r.Sink) != nil {
+		rev = recordCommit(obj, d, res, err)
+	}
 	if err != nil {
 		rc.applyErr = err
 		conditions.MarkFalse(obj, commonv1.DeliveredCondition, commonv1.DeliveryFailedReason, "%s", err)
-		if allInvalid(err) {
-			// The API server refused what the spec asks for: wait for a new spec.
+		if terminalDeliveryErr(err) {
+			// The spec asks for what cannot be delivered: wait for a new spec.
 			return nil
 		}
 		return fmt.Errorf("delivering the Colony's objects: %w", err)
 	}
 	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(rc.objects()), d.Mode)
+	if g := asGit(r.Sink); g != nil {
+		return observeSync(ctx, g, r.SyncReader, obj, d, rev)
+	}
 	return nil
 }
 
@@ -198,6 +205,12 @@ func summarizeColony(obj *infrav1.Colony, err error) {
 			conditions.MarkReconciling(obj, commonv1.ProgressingReason, "waiting for kubeconfig Secrets")
 			return
 		}
+		if reason, gitMsg, pending := gitPending(obj); pending {
+			// The clusters are ready, but the latest change is not applied yet.
+			conditions.MarkFalse(obj, commonv1.ReadyCondition, reason, "%s", gitMsg)
+			conditions.MarkReconciling(obj, reason, "%s", gitMsg)
+			return
+		}
 		conditions.MarkTrue(obj, commonv1.ReadyCondition, commonv1.SucceededReason, "%s", msg)
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
 	default:
@@ -209,7 +222,7 @@ func summarizeColony(obj *infrav1.Colony, err error) {
 
 // firstFalseReason is the reason of the first failing domain condition.
 func firstFalseReason(obj *infrav1.Colony) string {
-	for _, t := range []string{commonv1.RenderedCondition, commonv1.DeliveredCondition, infrav1.KubeconfigsReadyCondition} {
+	for _, t := range []string{commonv1.RenderedCondition, commonv1.DeliveredCondition, commonv1.CommittedCondition, infrav1.KubeconfigsReadyCondition} {
 		if conditions.IsFalse(obj, t) {
 			return conditions.GetReason(obj, t)
 		}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery"
 )
 
 // fieldOwner is the field manager of every write Apiary makes.
@@ -51,6 +52,13 @@ func allInvalid(err error) bool {
 		return allInvalid(next)
 	}
 	return false
+}
+
+// terminalDeliveryErr reports whether a sink's error needs a change of spec
+// or configuration rather than a retry: objects the API server refused, or
+// Secrets the Git sink may not commit.
+func terminalDeliveryErr(err error) bool {
+	return allInvalid(err) || delivery.IsNoRecipients(err)
 }
 
 // unionInventory returns the entries of a and b, sorted by ID.

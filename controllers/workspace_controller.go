@@ -43,7 +43,9 @@ type WorkspaceDeploymentReconciler struct {
 	EventRecorder events.EventRecorder
 	Bundles       *render.Registry
 	Sink          delivery.Sink
-	Children      *childcluster.Manager
+	// SyncReader reads Flux Kustomizations (the manager's cache) in Git mode.
+	SyncReader client.Reader
+	Children   *childcluster.Manager
 	// NoCrossNamespaceRefs refuses ClusterDeployments outside the workspace's namespace.
 	NoCrossNamespaceRefs bool
 	// Settings are passed to bundles as .Input.operator.

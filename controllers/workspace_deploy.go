@@ -15,6 +15,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -71,9 +72,17 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 			d.LastDeliveredTime = &now
 		}
 	}
+	var rev string
+	if asGit(r.Sink) != nil {
+		rev = recordCommit(obj, d, result, err)
+	}
 	if err != nil {
 		conditions.MarkFalse(obj, commonv1.DeliveredCondition, commonv1.DeliveryFailedReason, "%s", err)
-		if allInvalid(err) {
+		switch {
+		case delivery.IsNoRecipients(err):
+			r.fail(ctx, obj, commonv1.NoEncryptionRecipientsReason, fmt.Sprintf("the workspace carries secret values, which Git delivery commits only encrypted: %s", err))
+			return stopWith(0), nil
+		case allInvalid(err):
 			r.fail(ctx, obj, commonv1.DeliveryFailedReason, fmt.Sprintf("the API server refused the workspace's objects: %s", err))
 			return stopWith(0), nil
 		}
@@ -84,6 +93,25 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 		d.Digest = desired.digest
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
 			"waiting for release %s (%s) to be deployed", releaseName(obj), shortDigest(desired.digest))
+	}
+	return r.awaitSync(ctx, obj, d, rev)
+}
+
+// awaitSync holds a Git-delivered workspace in Deploying until Flux applied
+// the commit holding its objects; the sink's notices and the Kustomization
+// watch bring it back, so nothing polls.
+func (r *WorkspaceDeploymentReconciler) awaitSync(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
+	g := asGit(r.Sink)
+	if g == nil {
+		return proceed, nil
+	}
+	if err := observeSync(ctx, g, r.SyncReader, obj, d, rev); err != nil {
+		return stopWith(0), err
+	}
+	if reason, msg, pending := gitPending(obj); pending {
+		obj.Status.Phase = workspacesv1.PhaseDeploying
+		obj.Status.Message = fmt.Sprintf("%s: %s", reason, msg)
+		return stopWith(0), nil
 	}
 	return proceed, nil
 }

@@ -57,6 +57,11 @@ func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	// Owner references name UIDs of this cluster, which a cluster rebuilt
+	// from the repository would not have (its garbage collector would
+	// delete the objects): committed objects are tied to their owner by
+	// the sink's labels instead.
+	unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
 	clusterScoped, known := scopes[gvk]
 	if !known {
 		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

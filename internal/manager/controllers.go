@@ -20,7 +20,7 @@ func (d *deps) controllers() []controllerSetup {
 	return []controllerSetup{
 		{
 			name:     "colony",
-			requires: []schema.GroupVersionKind{clusterDeploymentKind},
+			requires: d.requires(clusterDeploymentKind),
 			setup: func(mgr ctrl.Manager, opts Options) error {
 				r := &controllers.ColonyReconciler{
 					Client:            mgr.GetClient(),
@@ -28,6 +28,7 @@ func (d *deps) controllers() []controllerSetup {
 					EventRecorder:     mgr.GetEventRecorder("apiary-colony"),
 					Bundles:           d.bundles,
 					Sink:              d.sink,
+					SyncReader:        mgr.GetCache(),
 					Children:          d.children,
 					InventoryInterval: opts.InventoryInterval,
 					Settings:          d.settings(opts),
@@ -42,7 +43,7 @@ func (d *deps) controllers() []controllerSetup {
 		},
 		{
 			name:     "workspaces",
-			requires: []schema.GroupVersionKind{clusterDeploymentKind, serviceSetKind, serviceTemplateKind},
+			requires: d.requires(clusterDeploymentKind, serviceSetKind, serviceTemplateKind),
 			setup: func(mgr ctrl.Manager, opts Options) error {
 				if err := controllers.IndexWorkspaceClassRef(mgr); err != nil {
 					return fmt.Errorf("indexing workspaces by class: %w", err)
@@ -62,6 +63,7 @@ func (d *deps) controllers() []controllerSetup {
 					EventRecorder:        mgr.GetEventRecorder("apiary-workspacedeployment"),
 					Bundles:              d.bundles,
 					Sink:                 d.sink,
+					SyncReader:           mgr.GetCache(),
 					Children:             d.children,
 					NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 					Settings:             d.settings(opts),

@@ -1,10 +1,12 @@
 package manager
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +21,7 @@ import (
 type deps struct {
 	bundles  *render.Registry
 	sink     delivery.Sink
+	git      bool // sink is the Git sink
 	children *childcluster.Manager
 }
 
@@ -31,11 +34,29 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	if err := mgr.Add(children); err != nil {
 		return nil, fmt.Errorf("adding the child-cluster manager: %w", err)
 	}
-	return &deps{
-		bundles:  bundles,
-		sink:     delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()}),
-		children: children,
-	}, nil
+	d := &deps{bundles: bundles, children: children}
+	if opts.Git == nil {
+		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()})
+		return d, nil
+	}
+	g, err := newGitSink(context.Background(), mgr, *opts.Git)
+	if err != nil {
+		return nil, fmt.Errorf("configuring Git delivery: %w", err)
+	}
+	if err := mgr.Add(g); err != nil {
+		return nil, fmt.Errorf("adding the Git sink: %w", err)
+	}
+	d.sink, d.git = g, true
+	return d, nil
+}
+
+// requires adds the Flux Kustomization kind to a controller's required kinds
+// in Git mode, where the controllers watch it.
+func (d *deps) requires(kinds ...schema.GroupVersionKind) []schema.GroupVersionKind {
+	if d.git {
+		kinds = append(kinds, delivery.KustomizationGVK)
+	}
+	return kinds
 }
 
 // settings are the operator settings bundles see as .Input.operator.

@@ -47,6 +47,8 @@ type Options struct {
 	// NoCrossNamespaceRefs refuses workspaces that target a ClusterDeployment
 	// in another namespace.
 	NoCrossNamespaceRefs bool
+	// Git, when set, delivers through Git for Flux instead of applying directly.
+	Git *GitOptions
 	// Logger is the root logger.
 	Logger logr.Logger
 

@@ -187,6 +187,30 @@ func TestArgsFollowValues(t *testing.T) {
 			g.Expect(pod.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", int32(9090))))
 		},
 	}, {
+		name: "git delivery",
+		vals: map[string]any{"delivery": map[string]any{"mode": "git", "git": map[string]any{
+			"gitRepositoryRef": "flux-system/fleet", "kustomizationRef": "flux-system/apiary",
+			"path": "clusters/mgmt/apiary", "commitWindow": "5s",
+			"sops": map[string]any{"ageRecipients": []any{ageRecipient, ageRecipient2}},
+		}}},
+		want: []string{"--delivery=git", "--git-repository=flux-system/fleet", "--git-kustomization=flux-system/apiary",
+			"--git-path=clusters/mgmt/apiary", "--git-commit-window=5s", "--git-checkout-dir=/var/lib/apiary/git",
+			"--sops-age-recipients=" + ageRecipient + "," + ageRecipient2, "--git-author-name=Apiary"},
+		notWant: []string{"--git-url", "--git-secret"},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			pod := d.Spec.Template.Spec
+			g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(And(
+				HaveField("Name", "git"), HaveField("MountPath", "/var/lib/apiary/git"))))
+			g.Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "git"), HaveField("EmptyDir", Not(BeNil())))))
+		},
+	}, {
+		name:    "direct delivery has no Git settings",
+		want:    []string{"--delivery=direct"},
+		notWant: []string{"--git-", "--sops-"},
+		check: func(g Gomega, d *appsv1.Deployment) {
+			g.Expect(d.Spec.Template.Spec.Volumes).NotTo(ContainElement(HaveField("Name", "git")))
+		},
+	}, {
 		name:    "metrics and leader election off",
 		vals:    map[string]any{"metrics": map[string]any{"enabled": false}, "leaderElection": map[string]any{"enabled": false}},
 		want:    []string{"--metrics-bind-address=0", "--leader-elect=false"},
@@ -213,6 +237,36 @@ func TestArgsFollowValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Two age recipients (public keys) for the Git delivery values.
+const (
+	ageRecipient  = "age1ql3z7hjy54pw3hyww5ayyfg7zqgvc7w3j2elw8zmrj2kg5sfn9aqmcac8p"
+	ageRecipient2 = "age1lggyhqrw2nlhcxprm67z43rta597azn8gknawjehu9d9dl0jq3yqqvfafg"
+)
+
+func TestGitDeliveryRBACOnlyInGitMode(t *testing.T) {
+	g := NewWithT(t)
+	ch := loadChart(t)
+	fluxRules := func(vals map[string]any) []rbacv1.PolicyRule {
+		objs, err := render(ch, releaseName, releaseNamespace, vals)
+		g.Expect(err).NotTo(HaveOccurred())
+		var out []rbacv1.PolicyRule
+		for _, r := range convert[rbacv1.ClusterRole](g, find(objs, "ClusterRole")[0]).Rules {
+			for _, grp := range r.APIGroups {
+				if strings.HasSuffix(grp, ".toolkit.fluxcd.io") {
+					out = append(out, r)
+				}
+			}
+		}
+		return out
+	}
+	g.Expect(fluxRules(nil)).To(BeEmpty())
+	rules := fluxRules(map[string]any{"delivery": map[string]any{"mode": "git", "git": map[string]any{"url": "ssh://git@example.com/fleet.git"}}})
+	g.Expect(rules).To(ConsistOf(
+		rbacv1.PolicyRule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}},
+		rbacv1.PolicyRule{APIGroups: []string{"source.toolkit.fluxcd.io"}, Resources: []string{"gitrepositories"}, Verbs: []string{"get", "patch"}},
+	))
 }
 
 func TestOptionalObjects(t *testing.T) {
@@ -264,6 +318,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"writable root filesystem", map[string]any{"securityContext": map[string]any{"readOnlyRootFilesystem": false}}, []string{"/securityContext/readOnlyRootFilesystem"}},
 		{"privilege escalation", map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}, []string{"/securityContext/allowPrivilegeEscalation"}},
 		{"root pod", map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}, []string{"/podSecurityContext/runAsNonRoot"}},
+		{"unknown delivery mode", map[string]any{"delivery": map[string]any{"mode": "flux"}}, []string{"/delivery/mode"}},
+		{"git mode without a repository", map[string]any{"delivery": map[string]any{"mode": "git"}}, []string{"/delivery/git"}},
+		{"bad git secret reference", map[string]any{"delivery": map[string]any{"git": map[string]any{"secretRef": "just-a-name"}}}, []string{"/delivery/git/secretRef"}},
+		{"bad age recipient", map[string]any{"delivery": map[string]any{"git": map[string]any{"sops": map[string]any{"ageRecipients": []any{"ssh-rsa AAAA"}}}}}, []string{"/delivery/git/sops/ageRecipients/0"}},
 		{"unknown service type", map[string]any{"metrics": map[string]any{"service": map[string]any{"type": "External"}}}, []string{"/metrics/service/type"}},
 	}
 	ch := loadChart(t)

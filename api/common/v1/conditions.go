@@ -30,4 +30,14 @@ const (
 	RenderFailedReason   = "RenderFailed"
 	BundleNotFoundReason = "BundleNotFound"
 	DeliveryFailedReason = "DeliveryFailed"
+
+	// Reasons of the Committed and Synced conditions (Git delivery).
+	CommitPendingReason          = "CommitPending"
+	GitUnreachableReason         = "GitUnreachable"
+	GitAuthFailedReason          = "GitAuthFailed"
+	GitPushRejectedReason        = "GitPushRejected"
+	InvalidTreeReason            = "InvalidTree"
+	NoEncryptionRecipientsReason = "NoEncryptionRecipients"
+	SyncPendingReason            = "SyncPending"
+	FluxNotConfiguredReason      = "FluxNotConfigured"
 )

@@ -58,6 +58,16 @@ type DeliveryStatus struct {
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
+	// SyncedRevision is the revision Flux reported applied when it first
+	// included Revision, in Git mode.
+	// +optional
+	SyncedRevision string `json:"syncedRevision,omitempty"`
+
+	// SyncedCommit is the commit of Revision that Flux is known to have
+	// applied, in Git mode; equal to Revision once synced.
+	// +optional
+	SyncedCommit string `json:"syncedCommit,omitempty"`
+
 	// LastDeliveredTime is when the object set last changed in the sink.
 	// +optional
 	LastDeliveredTime *metav1.Time `json:"lastDeliveredTime,omitempty"`

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/apiaryhq/apiary/internal/manager"
+)
+
+// gitFlags are the command-line settings of Git delivery.
+type gitFlags struct {
+	delivery                             string
+	url, branch, path                    string
+	secret, gitRepository, kustomization string
+	authorName, authorEmail, message     string
+	window                               time.Duration
+	checkoutDir                          string
+	ageRecipients, ageRecipientsFile     string
+}
+
+func (f *gitFlags) bind(fs *flag.FlagSet) {
+	fs.StringVar(&f.delivery, "delivery", "direct",
+		"How rendered objects are delivered: direct (server-side apply) or git (commits for Flux).")
+	fs.StringVar(&f.url, "git-url", "", "Git delivery: repository URL (or use --git-repository).")
+	fs.StringVar(&f.branch, "git-branch", "", "Git delivery: branch to commit to (default main, or the GitRepository's).")
+	fs.StringVar(&f.path, "git-path", "apiary", "Git delivery: folder of the repository Apiary owns.")
+	fs.StringVar(&f.secret, "git-secret", "",
+		"Git delivery: <namespace>/<name> of a Secret with credentials in Flux's format (username/password, bearerToken, or identity with known_hosts).")
+	fs.StringVar(&f.gitRepository, "git-repository", "",
+		"Git delivery: <namespace>/<name> of a Flux GitRepository whose URL, branch and Secret are reused, and which is asked to fetch after each push.")
+	fs.StringVar(&f.kustomization, "git-kustomization", "",
+		"Git delivery: <namespace>/<name> of the Flux Kustomization that applies --git-path, read for the Synced condition.")
+	fs.StringVar(&f.authorName, "git-author-name", "Apiary", "Git delivery: commit author name.")
+	fs.StringVar(&f.authorEmail, "git-author-email", "apiary@exalsius.ai", "Git delivery: commit author email.")
+	fs.StringVar(&f.message, "git-commit-message", "apiary: update rendered objects", "Git delivery: first line of every commit message.")
+	fs.DurationVar(&f.window, "git-commit-window", 0, "Git delivery: how long changes are collected into one commit (default 2s).")
+	fs.StringVar(&f.checkoutDir, "git-checkout-dir", "", "Git delivery: folder of the persistent clone (default a temporary folder).")
+	fs.StringVar(&f.ageRecipients, "sops-age-recipients", "",
+		"Git delivery: comma-separated age recipients Secrets are encrypted for with SOPS. Without any, Secrets are refused.")
+	fs.StringVar(&f.ageRecipientsFile, "sops-age-recipients-file", "", "Git delivery: a file of age recipients, one per line.")
+}
+
+// options turns the flags into manager options; nil in direct mode.
+func (f *gitFlags) options() (*manager.GitOptions, error) {
+	switch f.delivery {
+	case "direct":
+		return nil, nil
+	case "git":
+	default:
+		return nil, fmt.Errorf("--delivery must be direct or git, not %q", f.delivery)
+	}
+	o := &manager.GitOptions{
+		URL: f.url, Branch: f.branch, Path: f.path,
+		AuthorName: f.authorName, AuthorEmail: f.authorEmail, CommitMessage: f.message,
+		CommitWindow: f.window, CheckoutDir: f.checkoutDir,
+	}
+	var err error
+	if o.SecretRef, err = manager.ParseObjectRef("--git-secret", f.secret); err != nil {
+		return nil, err
+	}
+	if o.GitRepositoryRef, err = manager.ParseObjectRef("--git-repository", f.gitRepository); err != nil {
+		return nil, err
+	}
+	if o.KustomizationRef, err = manager.ParseObjectRef("--git-kustomization", f.kustomization); err != nil {
+		return nil, err
+	}
+	recipients := splitList(f.ageRecipients)
+	if f.ageRecipientsFile != "" {
+		data, err := os.ReadFile(f.ageRecipientsFile)
+		if err != nil {
+			return nil, fmt.Errorf("reading --sops-age-recipients-file: %w", err)
+		}
+		recipients = append(recipients, splitList(string(data))...)
+	}
+	o.AgeRecipients = recipients
+	return o, nil
+}
+
+// splitList splits on commas and new lines, dropping blanks and comments.
+func splitList(s string) []string {
+	var out []string
+	for _, line := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' }) {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			out = append(out, line)
+		}
+	}
+	return out
+}
