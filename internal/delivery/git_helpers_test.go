@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
+	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -42,7 +43,7 @@ type gitServer struct {
 func (s *gitServer) url() string { return s.HTTPAddress() + "/" + gitRepo }
 
 // startGitServer starts a server holding gitRepo with one commit.
-func startGitServer(t *testing.T) *gitServer {
+func startGitServer(t testing.TB) *gitServer {
 	t.Helper()
 	g := NewWithT(t)
 	srv, err := gittestserver.NewTempGitServer()
@@ -100,7 +101,7 @@ func (f *fakeSealer) Unchanged(committed, manifest []byte) bool {
 
 // startGit starts a Git sink on srv with a short window and runs its loop
 // until the test ends.
-func startGit(t *testing.T, srv *gitServer, mutate func(*GitOptions)) *Git {
+func startGit(t testing.TB, srv *gitServer, mutate func(*GitOptions)) *Git {
 	t.Helper()
 	opts := GitOptions{
 		Repo: gitrepo.Options{
@@ -108,7 +109,7 @@ func startGit(t *testing.T, srv *gitServer, mutate func(*GitOptions)) *Git {
 			Author: gitrepo.Author{Name: "Apiary", Email: "apiary@example.com"},
 		},
 		Mapper: mgr.GetRESTMapper(), Reader: mgr.GetClient(), Scheme: env.Scheme,
-		Window: 200 * time.Millisecond, Logger: testr.New(t),
+		Window: 200 * time.Millisecond, Logger: testLogger(t),
 	}
 	if mutate != nil {
 		mutate(&opts)
@@ -138,7 +139,7 @@ func applyUntilCommitted(t *testing.T, s *Git, owner Owner, objs func() []*unstr
 }
 
 // history returns the commits on the server's branch, newest first.
-func history(t *testing.T, srv *gitServer) []*object.Commit {
+func history(t testing.TB, srv *gitServer) []*object.Commit {
 	t.Helper()
 	g := NewWithT(t)
 	r, err := git.PlainOpen(filepath.Join(srv.Root(), gitRepo))
@@ -194,4 +195,12 @@ func containsAny(blobs []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// testLogger logs through t for tests and nowhere for benchmarks.
+func testLogger(t testing.TB) logr.Logger {
+	if tt, ok := t.(*testing.T); ok {
+		return testr.New(tt)
+	}
+	return logr.Discard()
 }

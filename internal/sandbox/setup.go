@@ -12,9 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/config/crd"
 	"github.com/apiaryhq/apiary/examples"
@@ -53,24 +51,8 @@ func loadCRDs() ([]*apiextensionsv1.CustomResourceDefinition, error) {
 // startStandIn runs the k0rdent stand-in (ClusterDeployments and ServiceSets)
 // in a manager of its own, as k0rdent would run beside Apiary.
 func startStandIn(ctx context.Context, cfg *rest.Config, childKubeconfig []byte) (<-chan struct{}, error) {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: apiaryscheme.New(),
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		return nil, fmt.Errorf("creating the stand-in's manager: %w", err)
-	}
-	sets := &standin.ServiceSets{}
-	if err := sets.SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	if err := (&standin.StandIn{ChildKubeconfig: childKubeconfig, Services: sets}).SetupWithManager(mgr); err != nil {
-		return nil, err
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = mgr.Start(ctx)
-	}()
-	return done, nil
+	_, done, err := standin.Run(ctx, cfg, &standin.StandIn{ChildKubeconfig: childKubeconfig})
+	return done, err
 }
 
 // seed creates what k0rdent and an administrator would have installed (a
