@@ -27,6 +27,9 @@ type Route struct {
 	Problem string
 	// Exhausted is set when the Problem is that the port pool is full.
 	Exhausted bool
+	// Infra is set when the Problem is the routing infrastructure's: no
+	// pool, or a route kind the regional cluster does not serve.
+	Infra bool
 }
 
 // Routable reports whether the route can be delivered.
@@ -91,7 +94,7 @@ func Plan(in PlanInput) []Route {
 			case err != nil:
 				r.Problem = err.Error()
 			case in.NoHTTPRoutes != "":
-				r.Problem = in.NoHTTPRoutes
+				r.Problem, r.Infra = in.NoHTTPRoutes, true
 			default:
 				r.Hostname, r.URL = host, in.Tenant.Scheme+"://"+host
 			}
@@ -99,9 +102,9 @@ func Plan(in PlanInput) []Route {
 			l, ok := in.Ports[ep.Name]
 			switch {
 			case in.NoTCPRoutes != "":
-				r.Problem = in.NoTCPRoutes
+				r.Problem, r.Infra = in.NoTCPRoutes, true
 			case len(in.Tenant.Pool) == 0:
-				r.Problem = fmt.Sprintf("Gateway %s has no TCP listeners (the port pool); ask an administrator to add some", in.Gateway)
+				r.Problem, r.Infra = fmt.Sprintf("Gateway %s has no TCP listeners (the port pool); ask an administrator to add some", in.Gateway), true
 			case !ok:
 				r.Problem = fmt.Sprintf("port pool exhausted: all %d TCP listeners of Gateway %s are in use; ask an administrator to widen the pool",
 					len(in.Tenant.Pool), in.Gateway)

@@ -104,6 +104,8 @@ func TestPlan(t *testing.T) {
 				if tt.exhaus != nil {
 					g.Expect(got[i].Exhausted).To(Equal(tt.exhaus[i]))
 				}
+				infra := strings.Contains(w.problem, "no TCP listeners") || strings.Contains(w.problem, "not served")
+				g.Expect(got[i].Infra).To(Equal(infra), "endpoint %d", i)
 			}
 		})
 	}

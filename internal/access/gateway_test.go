@@ -30,7 +30,9 @@ func gateway(programmed metav1.ConditionStatus, listeners ...gatewayv1.Listener)
 func TestReadGateway(t *testing.T) {
 	https := listener("https", gatewayv1.HTTPSProtocolType, 443, "*.acme.example.com")
 	http := listener("http", gatewayv1.HTTPProtocolType, 80, "*.dev.example.com")
-	tcp := func(name string, port int32) gatewayv1.Listener { return listener(name, gatewayv1.TCPProtocolType, port, "") }
+	tcp := func(name string, port int32) gatewayv1.Listener {
+		return listener(name, gatewayv1.TCPProtocolType, port, "")
+	}
 	tests := []struct {
 		name    string
 		gw      *gatewayv1.Gateway
