@@ -51,6 +51,10 @@ func main() {
 		"How often Colonies resync their GPU inventory besides reacting to node changes (default 5m).")
 	flag.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
 		"Refuse workspaces that target a ClusterDeployment in another namespace.")
+	flag.StringVar(&opts.WorkspaceGatewayName, "workspace-gateway-name", "istio-ingressgateway",
+		"The tenant Gateway on regional clusters that workspace access routes attach to.")
+	flag.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",
+		"The namespace of the tenant Gateway on regional clusters.")
 	var git gitFlags
 	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}

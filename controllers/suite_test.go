@@ -35,6 +35,9 @@ var (
 	childClient client.Client
 	// serviceSets is the stand-in's ServiceSet part, for install counts.
 	serviceSets *standin.ServiceSets
+	// regional is the control plane of every regional cluster, with the
+	// Gateway API's CRDs (see workspace_routes_helpers_test.go).
+	regional *testenv.Environment
 )
 
 // installs counts the installs of a release on a cluster by the stand-in.
@@ -69,6 +72,21 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
 		return 1
 	}
+	gatewayCRDs, err := gatewayAPICRDs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Gateway API CRDs: %v\n", err)
+		return 1
+	}
+	if regional, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(gatewayCRDs...)); err != nil {
+		fmt.Fprintf(os.Stderr, "starting regional control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = regional.Stop() }()
+	regionalKubeconfig, err := regional.Kubeconfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "regional kubeconfig: %v\n", err)
+		return 1
+	}
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -89,6 +107,9 @@ func run(m *testing.M) int {
 	si := &standin.StandIn{Services: serviceSets, KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
 		if cd.Annotations[unreachableAnnotation] == "true" {
 			return standin.UnreachableKubeconfig()
+		}
+		if cd.Annotations[regionalAnnotation] == "true" {
+			return regionalKubeconfig
 		}
 		return childKubeconfig
 	}}

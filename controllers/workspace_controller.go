@@ -18,6 +18,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/render"
@@ -50,9 +51,17 @@ type WorkspaceDeploymentReconciler struct {
 	NoCrossNamespaceRefs bool
 	// Settings are passed to bundles as .Input.operator.
 	Settings map[string]any
+	// Gateway is the tenant Gateway on regional clusters that access routes
+	// attach to; istio-system/istio-ingressgateway when unset.
+	Gateway types.NamespacedName
+	// RouteSinks deliver access routes to regional clusters; direct
+	// server-side apply through Children when nil.
+	RouteSinks RouteSinks
 
 	gate     *gpuGate
 	rendered renderCache
+	ports    *access.Ledger
+	sweeper  *routeSweeper
 }
 
 // WorkspaceDeploymentReconcilerOptions configure the WorkspaceDeployment controller.
@@ -111,6 +120,7 @@ func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *work
 		r.admitGPUs,
 		r.deploy,
 		r.observeRelease,
+		r.routeAccess,
 	}
 	for _, step := range steps {
 		res, err := step(ctx, w)
@@ -144,20 +154,36 @@ func stopWith(requeueAfter time.Duration) stepResult {
 	return stepResult{stop: true, requeueAfter: requeueAfter}
 }
 
-// reconcileDelete removes the workspace in order: its ServiceSet (awaited,
-// so the release is uninstalled), then its namespace on the child, then the
-// finalizer. Prerequisites stay: other workspaces may use them.
+// reconcileDelete removes the workspace in order: its routes on the
+// regional cluster (awaited, so its pool ports are free), its ServiceSet
+// (awaited, so the release is uninstalled), then its namespace on the
+// child, then the finalizer. Prerequisites stay: other workspaces may use them.
 func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	obj.Status.Phase = workspacesv1.PhaseDeleting
+	var regional types.NamespacedName
+	if obj.Status.Routes != nil {
+		obj.Status.Message = "deleting the workspace's routes on the regional cluster"
+		regional, _ = parseObjectKey(obj.Status.Routes.Cluster)
+	}
+	done, err := r.dropRoutes(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("deleting the workspace's routes: %w", err)
+	}
+	if !done {
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+	}
+	if regional.Name != "" {
+		r.sweeper.trigger(regional)
+	}
 	obj.Status.Message = "deleting the workspace's ServiceSet"
 	var inv *commonv1.ResourceInventory
 	if obj.Status.Delivery != nil {
 		inv = obj.Status.Delivery.Inventory
 	}
-	done, err := r.Sink.Delete(ctx, workspaceOwner(obj), inv)
+	done, err = r.Sink.Delete(ctx, workspaceOwner(obj), inv)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's ServiceSet: %w", err)
 	}

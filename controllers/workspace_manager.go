@@ -28,6 +28,8 @@ const (
 	workspaceClusterIndex = ".spec.clusterDeploymentRef"
 	// workspaceValuesFromIndex indexes workspaces by "<Kind>/<name>" of their valuesFrom objects.
 	workspaceValuesFromIndex = ".spec.valuesFrom"
+	// workspaceRegionalIndex indexes workspaces by "<ns>/<name>" of the regional cluster of their routes.
+	workspaceRegionalIndex = ".status.routes.cluster"
 )
 
 // SetupWithManager registers the WorkspaceDeployment controller. It reacts
@@ -36,6 +38,9 @@ const (
 // workspace waits for GPUs.
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
+	if err := r.setupRoutes(mgr); err != nil {
+		return err
+	}
 	indexer := mgr.GetFieldIndexer()
 	if err := indexer.IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, workspaceClusterIndex,
 		func(o client.Object) []string {
@@ -73,6 +78,16 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 					return o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero()
 				},
 			})).
+		// A workspace that goes frees pool ports; a regional cluster that
+		// changes may complete the routing infrastructure.
+		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.poolWaiters),
+			builder.WithPredicates(predicate.Funcs{
+				CreateFunc:  func(event.CreateEvent) bool { return false },
+				UpdateFunc:  func(event.UpdateEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false },
+				DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			})).
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.routedViaRegional)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
 		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.waitingOnCluster),

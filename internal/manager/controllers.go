@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/apiaryhq/apiary/controllers"
@@ -67,6 +68,8 @@ func (d *deps) controllers() []controllerSetup {
 					Children:             d.children,
 					NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 					Settings:             d.settings(opts),
+					Gateway:              types.NamespacedName{Namespace: opts.WorkspaceGatewayNamespace, Name: opts.WorkspaceGatewayName},
+					RouteSinks:           controllers.NewDirectRouteSinks(d.children),
 				}
 				if err := wsd.SetupWithManager(mgr, controllers.WorkspaceDeploymentReconcilerOptions{
 					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,

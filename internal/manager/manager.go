@@ -47,6 +47,10 @@ type Options struct {
 	// NoCrossNamespaceRefs refuses workspaces that target a ClusterDeployment
 	// in another namespace.
 	NoCrossNamespaceRefs bool
+	// WorkspaceGatewayName and WorkspaceGatewayNamespace name the tenant
+	// Gateway on regional clusters that workspace access routes attach to;
+	// istio-ingressgateway in istio-system when empty.
+	WorkspaceGatewayName, WorkspaceGatewayNamespace string
 	// Git, when set, delivers through Git for Flux instead of applying directly.
 	Git *GitOptions
 	// Logger is the root logger.

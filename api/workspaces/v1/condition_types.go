@@ -54,3 +54,7 @@ const (
 	InvalidResourceInjectionReason  = "InvalidResourceInjection"
 	ClassInUseReason                = "ClassInUse"
 )
+
+// PortPoolExhaustedReason is Apiary's RoutesReady reason: a TCP or SSH
+// endpoint found no free port in the tenant Gateway's pool.
+const PortPoolExhaustedReason = "PortPoolExhausted"

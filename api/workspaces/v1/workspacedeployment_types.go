@@ -171,6 +171,44 @@ type AccessEntry struct {
 	Message string `json:"message,omitempty"`
 }
 
+// PortAssignment is a port of the tenant Gateway's pool held by one TCP or
+// SSH endpoint of a workspace.
+type PortAssignment struct {
+	// Endpoint is the name of the access endpoint.
+	// +required
+	Endpoint string `json:"endpoint"`
+	// Listener is the name of the Gateway's TCP listener (the route's sectionName).
+	// +required
+	Listener string `json:"listener"`
+	// Port of the listener.
+	// +required
+	Port int32 `json:"port"`
+}
+
+// WorkspaceRoutesStatus is Apiary's record of the routes that publish a
+// workspace's access endpoints on its regional cluster. The exalsius
+// operator has no such field: it reads its routes back from the cluster.
+type WorkspaceRoutesStatus struct {
+	// Cluster is the regional ClusterDeployment that holds the routes, as namespace/name.
+	// +optional
+	Cluster string `json:"cluster,omitempty"`
+
+	// Gateway is the tenant Gateway the routes attach to, as namespace/name.
+	// +optional
+	Gateway string `json:"gateway,omitempty"`
+
+	// Ports are the pool ports held by the workspace's TCP and SSH
+	// endpoints; an endpoint keeps its port for the workspace's life.
+	// +listType=map
+	// +listMapKey=endpoint
+	// +optional
+	Ports []PortAssignment `json:"ports,omitempty"`
+
+	// Delivery reports the route objects delivered to the regional cluster.
+	// +optional
+	Delivery *commonv1.DeliveryStatus `json:"delivery,omitempty"`
+}
+
 // ServiceSetSnapshot records the state of a workspace's ServiceSet.
 type ServiceSetSnapshot struct {
 	Name     string `json:"name"`
@@ -267,6 +305,11 @@ type WorkspaceDeploymentStatus struct {
 	// Delivery reports the objects delivered for the workspace.
 	// +optional
 	Delivery *commonv1.DeliveryStatus `json:"delivery,omitempty"`
+
+	// Routes records the routes that publish the access endpoints on the
+	// regional cluster (Apiary only).
+	// +optional
+	Routes *WorkspaceRoutesStatus `json:"routes,omitempty"`
 
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
 	// annotation value the controller handled.

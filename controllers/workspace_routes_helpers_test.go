@@ -1,0 +1,238 @@
+package controllers_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// regionalAnnotation on a ClusterDeployment makes the stand-in write a
+// kubeconfig of the regional control plane.
+const regionalAnnotation = "test.apiary.dev/regional"
+
+// The tenant Gateway every regional cluster of the tests shares: a wildcard
+// HTTPS listener and a pool of two TCP listeners.
+const (
+	tenantDomain         = "tenant.example.com"
+	poolPort0, poolPort1 = 30022, 30023
+)
+
+// gatewayAPIVersion is the Gateway API release whose CRDs the tests install
+// from the Go module cache: the standard channel, and the experimental
+// channel's TCPRoute (which also serves v1alpha2).
+const gatewayAPIVersion = "v1.6.3"
+
+func gatewayAPICRDs() ([]string, error) {
+	cache := os.Getenv("GOMODCACHE")
+	if cache == "" {
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			return nil, fmt.Errorf("finding the Go module cache: %w", err)
+		}
+		cache = strings.TrimSpace(string(out))
+	}
+	dir := filepath.Join(cache, "sigs.k8s.io", "gateway-api@"+gatewayAPIVersion, "config", "crd")
+	files := []string{
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gatewayclasses.yaml"),
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gateways.yaml"),
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_httproutes.yaml"),
+		filepath.Join(dir, "experimental", "gateway.networking.k8s.io_tcproutes.yaml"),
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("Gateway API CRD not found (go mod download sigs.k8s.io/gateway-api): %w", err)
+		}
+	}
+	return files, nil
+}
+
+var (
+	gwClientOnce sync.Once
+	gwClient     client.Client
+	gatewayOnce  sync.Once
+)
+
+// regionalClient reaches the regional control plane with the Gateway API's types.
+func regionalClient(t *testing.T) client.Client {
+	t.Helper()
+	gwClientOnce.Do(func() {
+		s := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(s)
+		_ = gatewayv1.Install(s)
+		c, err := client.New(regional.Config, client.Options{Scheme: s})
+		if err != nil {
+			t.Fatalf("regional client: %v", err)
+		}
+		gwClient = c
+	})
+	return gwClient
+}
+
+// tenantGateway creates the tenant Gateway once and reports it Programmed,
+// as the gateway controller would.
+func tenantGateway(t *testing.T) {
+	t.Helper()
+	gatewayOnce.Do(func() {
+		ctx := context.Background()
+		c := regionalClient(t)
+		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: access.DefaultGatewayNamespace}}); err != nil {
+			t.Fatalf("creating namespace: %v", err)
+		}
+		gw := &gatewayv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName},
+			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio", Listeners: []gatewayv1.Listener{
+				{Name: "ssh-1", Protocol: gatewayv1.TCPProtocolType, Port: poolPort1},
+				{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: ptr.To(gatewayv1.Hostname("*." + tenantDomain)),
+					TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "wildcard"}}}},
+				{Name: "ssh-0", Protocol: gatewayv1.TCPProtocolType, Port: poolPort0},
+			}},
+		}
+		if err := c.Create(ctx, gw); err != nil {
+			t.Fatalf("creating Gateway: %v", err)
+		}
+		gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed",
+			Message: "by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: gw.Generation}}
+		if err := c.Status().Update(ctx, gw); err != nil {
+			t.Fatalf("programming Gateway: %v", err)
+		}
+	})
+}
+
+// kofCluster creates a ClusterDeployment the stand-in makes ready, with
+// labels and annotations, and waits for it and its kubeconfig Secret.
+func kofCluster(t *testing.T, ns, name string, labels, annotations map[string]string) {
+	t.Helper()
+	ctx := context.Background()
+	k0rdentFixturesOnce(t, ns)
+	cd := standin.NewClusterDeployment(ns, name, "exalsius-remote-cluster-0-1-5", "remote-cred")
+	cd.Labels, cd.Annotations = labels, annotations
+	if err := env.Client.Create(ctx, cd); err != nil {
+		t.Fatalf("creating ClusterDeployment: %v", err)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
+		g.Expect(condition(got, k0rdentv1beta1.ReadyCondition)).NotTo(BeNil())
+		g.Expect(condition(got, k0rdentv1beta1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: standin.KubeconfigSecretName(name)}, &corev1.Secret{})).To(Succeed())
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// regionalSetup makes, in ns, a regional ClusterDeployment "regional" on the
+// regional control plane (kof name "region-1") with the tenant Gateway, and
+// a child cluster of it named child.
+func regionalSetup(t *testing.T, ns, child string) {
+	t.Helper()
+	tenantGateway(t)
+	kofCluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: "region-1", access.ClusterRoleLabel: access.RoleRegional},
+		map[string]string{regionalAnnotation: "true"})
+	kofCluster(t, ns, child, map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)
+}
+
+// accessClass creates a ServiceTemplate and a class exposing endpoints.
+func accessClass(t *testing.T, ns, name string, endpoints ...workspacesv1.AccessEndpoint) *workspacesv1.WorkspaceClass {
+	t.Helper()
+	serviceTemplate(t, ns, name+"-tmpl", nil)
+	return workspaceClass(t, name+"-"+ns, ns, name+"-tmpl", func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.AccessEndpoints = endpoints
+	})
+}
+
+func endpoint(name string, protocol workspacesv1.AccessProtocol, port int32) workspacesv1.AccessEndpoint {
+	return workspacesv1.AccessEndpoint{Name: name, Protocol: protocol, Port: port}
+}
+
+// createWorkspace creates a workspace and, when the test ends, deletes it
+// and waits until it is gone, so that its pool ports are free again.
+func createWorkspace(t *testing.T, w *workspacesv1.WorkspaceDeployment) client.ObjectKey {
+	t.Helper()
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, w); err != nil {
+		t.Fatalf("creating workspace: %v", err)
+	}
+	key := client.ObjectKeyFromObject(w)
+	t.Cleanup(func() { deleteWorkspace(t, key) })
+	return key
+}
+
+func deleteWorkspace(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	ctx := context.Background()
+	_ = env.Client.Delete(ctx, &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+	NewWithT(t).Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", key)
+}
+
+// accessEntry returns a workspace's access entry of an endpoint.
+func accessEntry(g Gomega, w *workspacesv1.WorkspaceDeployment, name string) workspacesv1.AccessEntry {
+	for _, e := range w.Status.Access {
+		if e.Name == name {
+			return e
+		}
+	}
+	g.Expect(w.Status.Access).To(ContainElement(HaveField("Name", name)), "no access entry %q", name)
+	return workspacesv1.AccessEntry{}
+}
+
+// acceptRoutes plays the gateway controller for the routes of a workspace:
+// Accepted and ResolvedRefs on their parent, the tenant Gateway.
+func acceptRoutes(g Gomega, workspace string) {
+	ctx := context.Background()
+	c := gwClient
+	ns := "ws-" + workspace
+	parent := func(section *gatewayv1.SectionName) gatewayv1.RouteParentStatus {
+		now := metav1.Now()
+		return gatewayv1.RouteParentStatus{
+			ParentRef: gatewayv1.ParentReference{Name: access.DefaultGatewayName,
+				Namespace: ptr.To(gatewayv1.Namespace(access.DefaultGatewayNamespace)), SectionName: section},
+			ControllerName: "example.com/test-gateway",
+			Conditions: []metav1.Condition{
+				{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "ok", LastTransitionTime: now},
+				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", Message: "ok", LastTransitionTime: now},
+			},
+		}
+	}
+	https := &gatewayv1.HTTPRouteList{}
+	g.Expect(c.List(ctx, https, client.InNamespace(ns))).To(Succeed())
+	for i := range https.Items {
+		r := &https.Items[i]
+		r.Status.Parents = []gatewayv1.RouteParentStatus{parent(nil)}
+		g.Expect(c.Status().Update(ctx, r)).To(Succeed())
+	}
+	tcps := &gatewayv1.TCPRouteList{}
+	g.Expect(c.List(ctx, tcps, client.InNamespace(ns))).To(Succeed())
+	for i := range tcps.Items {
+		r := &tcps.Items[i]
+		r.Status.Parents = []gatewayv1.RouteParentStatus{parent(r.Spec.ParentRefs[0].SectionName)}
+		g.Expect(c.Status().Update(ctx, r)).To(Succeed())
+	}
+}
+
+// tcpRoute reads a workspace's TCPRoute on the regional cluster.
+func tcpRoute(g Gomega, workspace, endpoint string) *gatewayv1.TCPRoute {
+	r := &gatewayv1.TCPRoute{}
+	g.Expect(gwClient.Get(context.Background(), client.ObjectKey{Namespace: "ws-" + workspace, Name: endpoint}, r)).To(Succeed())
+	return r
+}
