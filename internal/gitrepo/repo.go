@@ -70,6 +70,9 @@ type Repo struct {
 	repo  *git.Repository
 	head  plumbing.Hash
 	ready bool // head is valid (remote branch exists)
+	// clean is true while the worktree and index hold exactly head, so the
+	// next sync need not reset (which reads every file).
+	clean bool
 
 	// beforePush, when set (tests only), runs before every push attempt.
 	beforePush func()
@@ -224,6 +227,9 @@ func (r *Repo) resetToRemote() error {
 		}
 		return clearDir(r.opts.Dir)
 	}
+	if local, err := r.repo.Reference(branch, true); err == nil && local.Hash() == r.head && r.clean {
+		return nil // nothing moved and nothing was left behind
+	}
 	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(branch, r.head)); err != nil {
 		return fmt.Errorf("moving branch %s to %s: %w", r.opts.Branch, r.head, err)
 	}
@@ -233,6 +239,7 @@ func (r *Repo) resetToRemote() error {
 	if err := w.Clean(&git.CleanOptions{Dir: true}); err != nil {
 		return fmt.Errorf("cleaning %s: %w", r.opts.Dir, err)
 	}
+	r.clean = true
 	return nil
 }
 

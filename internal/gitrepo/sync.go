@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +15,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
@@ -79,11 +81,22 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 		return Result{}, err
 	}
 	root := filepath.Join(r.opts.Dir, filepath.FromSlash(r.opts.Path))
-	if err := apply(root, changes, deletes); err != nil {
+	touched, err := apply(root, changes, deletes)
+	if len(touched) > 0 {
+		r.clean = false
+	}
+	if err != nil {
 		return Result{}, err
 	}
-	if err := writeKustomizations(root); err != nil {
+	kustomizations, err := writeKustomizations(root)
+	if len(kustomizations) > 0 {
+		r.clean = false
+	}
+	if err != nil {
 		return Result{}, err
+	}
+	if len(touched) == 0 && len(kustomizations) == 0 {
+		return Result{}, nil // the head already holds exactly this
 	}
 	if err := build(root); err != nil {
 		return Result{}, err
@@ -92,17 +105,17 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	if err != nil {
 		return Result{}, fmt.Errorf("opening worktree %s: %w", r.opts.Dir, err)
 	}
-	changed, summary, err := r.stage(w)
+	changed, summary, err := r.stage(w, append(touched, kustomizations...))
 	if err != nil {
 		return Result{}, err
-	}
-	if len(changed) == 0 {
-		return Result{}, nil
 	}
 	msg := strings.TrimRight(message, "\n") + "\n\n" + summary
 	hash, err := w.Commit(msg, &git.CommitOptions{Author: &object.Signature{
 		Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now(),
 	}})
+	if errors.Is(err, git.ErrEmptyCommit) {
+		return Result{}, nil
+	}
 	if err != nil {
 		return Result{}, fmt.Errorf("committing to %s: %w", r.opts.Branch, err)
 	}
@@ -112,7 +125,7 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	if err := r.push(ctx); err != nil {
 		return Result{}, err
 	}
-	r.head, r.ready = hash, true
+	r.head, r.ready, r.clean = hash, true, true
 	// Keep the tracking ref equal to what the remote now holds.
 	_ = r.repo.Storer.SetReference(plumbing.NewHashReference(
 		plumbing.NewRemoteReferenceName(remoteName, r.opts.Branch), hash))
@@ -142,26 +155,36 @@ func (r *Repo) push(ctx context.Context) error {
 	return fmt.Errorf("pushing to %s branch %s: %w: %w", redactURL(r.opts.URL), r.opts.Branch, ErrPushRejected, err)
 }
 
-// apply writes changes and removes deletes under root.
-func apply(root string, changes map[string][]byte, deletes []string) error {
+// apply writes changes and removes deletes under root, and returns the
+// paths (relative to root) whose content it changed.
+func apply(root string, changes map[string][]byte, deletes []string) ([]string, error) {
+	var touched []string
 	for _, p := range deletes {
 		if _, ok := changes[p]; ok {
 			continue
 		}
-		if err := os.Remove(filepath.Join(root, filepath.FromSlash(p))); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("deleting %s: %w", p, err)
+		err := os.Remove(filepath.Join(root, filepath.FromSlash(p)))
+		switch {
+		case err == nil:
+			touched = append(touched, p)
+		case !os.IsNotExist(err):
+			return touched, fmt.Errorf("deleting %s: %w", p, err)
 		}
 	}
 	for _, p := range sortedKeys(changes) {
 		full := filepath.Join(root, filepath.FromSlash(p))
+		if old, err := os.ReadFile(full); err == nil && bytes.Equal(old, changes[p]) {
+			continue
+		}
 		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("creating directory for %s: %w", p, err)
+			return touched, fmt.Errorf("creating directory for %s: %w", p, err)
 		}
 		if err := os.WriteFile(full, changes[p], 0o644); err != nil {
-			return fmt.Errorf("writing %s: %w", p, err)
+			return touched, fmt.Errorf("writing %s: %w", p, err)
 		}
+		touched = append(touched, p)
 	}
-	return nil
+	return touched, nil
 }
 
 func isYAML(name string) bool {
@@ -170,17 +193,21 @@ func isYAML(name string) bool {
 
 // writeKustomizations regenerates kustomization.yaml in every directory under
 // root that holds YAML (directly or below), removes it (and empty
-// directories) elsewhere, and always writes one at root.
-func writeKustomizations(root string) error {
+// directories) elsewhere, and always writes one at root. It returns the
+// kustomization.yaml paths (relative to root) it changed or removed.
+func writeKustomizations(root string) ([]string, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", root, err)
+		return nil, fmt.Errorf("creating %s: %w", root, err)
 	}
-	_, err := writeKustomization(root, true)
-	return err
+	var changed []string
+	_, err := writeKustomization(root, "", &changed)
+	return changed, err
 }
 
-// writeKustomization handles one directory and reports whether it holds YAML.
-func writeKustomization(dir string, isRoot bool) (bool, error) {
+// writeKustomization handles one directory (rel to the root, "" for the root)
+// and reports whether it holds YAML.
+func writeKustomization(dir, rel string, changed *[]string) (bool, error) {
+	isRoot := rel == ""
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false, fmt.Errorf("listing %s: %w", dir, err)
@@ -189,7 +216,7 @@ func writeKustomization(dir string, isRoot bool) (bool, error) {
 	for _, e := range entries {
 		switch {
 		case e.IsDir():
-			has, err := writeKustomization(filepath.Join(dir, e.Name()), false)
+			has, err := writeKustomization(filepath.Join(dir, e.Name()), path.Join(rel, e.Name()), changed)
 			if err != nil {
 				return false, err
 			}
@@ -201,8 +228,13 @@ func writeKustomization(dir string, isRoot bool) (bool, error) {
 		}
 	}
 	kfile := filepath.Join(dir, kustomizationFile)
+	krel := path.Join(rel, kustomizationFile)
 	if len(resources) == 0 && !isRoot {
-		if err := os.Remove(kfile); err != nil && !os.IsNotExist(err) {
+		err := os.Remove(kfile)
+		switch {
+		case err == nil:
+			*changed = append(*changed, krel)
+		case !os.IsNotExist(err):
 			return false, fmt.Errorf("removing %s: %w", kfile, err)
 		}
 		_ = os.Remove(dir) // only succeeds when empty
@@ -223,9 +255,13 @@ func writeKustomization(dir string, isRoot bool) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("encoding %s: %w", kfile, err)
 	}
+	if old, err := os.ReadFile(kfile); err == nil && bytes.Equal(old, data) {
+		return true, nil
+	}
 	if err := os.WriteFile(kfile, data, 0o644); err != nil {
 		return false, fmt.Errorf("writing %s: %w", kfile, err)
 	}
+	*changed = append(*changed, krel)
 	return true, nil
 }
 
@@ -238,44 +274,67 @@ func build(root string) error {
 	return nil
 }
 
-// stage adds every change under Path to the index and returns the changed
-// paths (relative to Path) and a one-line-per-file summary for the message.
-func (r *Repo) stage(w *git.Worktree) ([]string, string, error) {
-	st, err := w.Status()
-	if err != nil {
-		return nil, "", fmt.Errorf("status of %s: %w", r.opts.Dir, err)
-	}
-	prefix := r.opts.Path + "/"
-	var changed []string
-	lines := map[string]string{}
-	for file, s := range st {
-		if !strings.HasPrefix(file, prefix) || (s.Worktree == git.Unmodified && s.Staging == git.Unmodified) {
-			continue
+// stage records the files under Path that apply and writeKustomizations
+// changed (rels, relative to Path) in the index, without walking the
+// worktree, and returns them sorted with a one-line-per-file summary for the
+// message: A(dded), M(odified) or D(eleted) against the head.
+func (r *Repo) stage(w *git.Worktree, rels []string) ([]string, string, error) {
+	var headTree *object.Tree
+	if r.ready {
+		c, err := r.repo.CommitObject(r.head)
+		if err != nil {
+			return nil, "", fmt.Errorf("reading commit %s: %w", r.head, err)
 		}
-		rel := strings.TrimPrefix(file, prefix)
+		if headTree, err = c.Tree(); err != nil {
+			return nil, "", fmt.Errorf("reading tree of %s: %w", r.head, err)
+		}
+	}
+	idx, err := r.repo.Storer.Index()
+	if err != nil {
+		return nil, "", fmt.Errorf("reading index of %s: %w", r.opts.Dir, err)
+	}
+	sort.Strings(rels)
+	var changed []string
+	var b strings.Builder
+	for _, rel := range rels {
+		file := path.Join(r.opts.Path, rel)
+		_, statErr := os.Stat(filepath.Join(r.opts.Dir, filepath.FromSlash(file)))
+		inHead := false
+		if headTree != nil {
+			_, err := headTree.FindEntry(file)
+			inHead = err == nil
+		}
 		verb := "M"
 		switch {
-		case s.Worktree == git.Deleted:
-			verb = "D"
-			if _, err := w.Remove(file); err != nil {
+		case os.IsNotExist(statErr):
+			if _, err := idx.Remove(file); err != nil && !errors.Is(err, index.ErrEntryNotFound) {
 				return nil, "", fmt.Errorf("staging removal of %s: %w", file, err)
 			}
-		default:
-			if s.Worktree == git.Untracked || s.Staging == git.Added {
-				verb = "A"
+			if !inHead {
+				continue
 			}
-			if _, err := w.Add(file); err != nil {
-				return nil, "", fmt.Errorf("staging %s: %w", file, err)
+			verb = "D"
+		case statErr != nil:
+			return nil, "", fmt.Errorf("reading %s: %w", file, statErr)
+		default:
+			if !inHead {
+				verb = "A"
 			}
 		}
 		changed = append(changed, rel)
-		lines[rel] = verb + " " + rel
+		fmt.Fprintf(&b, "%s %s\n", verb, rel)
 	}
-	sort.Strings(changed)
-	var b strings.Builder
-	for _, c := range changed {
-		b.WriteString(lines[c])
-		b.WriteString("\n")
+	if err := r.repo.Storer.SetIndex(idx); err != nil {
+		return nil, "", fmt.Errorf("writing index of %s: %w", r.opts.Dir, err)
+	}
+	for _, rel := range changed {
+		file := path.Join(r.opts.Path, rel)
+		if _, err := os.Stat(filepath.Join(r.opts.Dir, filepath.FromSlash(file))); err != nil {
+			continue
+		}
+		if err := w.AddWithOptions(&git.AddOptions{Path: file, SkipStatus: true}); err != nil {
+			return nil, "", fmt.Errorf("staging %s: %w", file, err)
+		}
 	}
 	return changed, b.String(), nil
 }
