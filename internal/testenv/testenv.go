@@ -96,10 +96,16 @@ func Start(opts ...Option) (*Environment, error) {
 		ControlPlaneStartTimeout: o.startTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
-	cfg, err := env.Start()
-	if err != nil {
+	if _, err := env.Start(); err != nil {
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}
+	return Wrap(env)
+}
+
+// Wrap returns the Environment of an envtest control plane that is already
+// running (the sandbox starts its own, with embedded CRDs).
+func Wrap(env *envtest.Environment) (*Environment, error) {
+	cfg := rest.CopyConfig(env.Config)
 	// Tests create many objects quickly; do not let client-side throttling
 	// stand between them and the API server.
 	cfg.QPS, cfg.Burst = 500, 1000

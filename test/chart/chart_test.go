@@ -269,6 +269,22 @@ func TestGitDeliveryRBACOnlyInGitMode(t *testing.T) {
 	))
 }
 
+// TestGitOpsExampleValues renders the chart with the Git mode values shipped
+// in gitops-examples: they pass the schema and reach the manager's flags.
+func TestGitOpsExampleValues(t *testing.T) {
+	g := NewWithT(t)
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "gitops-examples", "apiary", "values-git.yaml"))
+	g.Expect(err).NotTo(HaveOccurred())
+	vals := map[string]any{}
+	g.Expect(yaml.Unmarshal(data, &vals)).To(Succeed())
+	objs, err := render(loadChart(t), releaseName, releaseNamespace, vals)
+	g.Expect(err).NotTo(HaveOccurred())
+	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--delivery=git",
+		"--git-repository=flux-system/fleet", "--git-kustomization=flux-system/apiary-rendered",
+		"--git-path=clusters/mgmt/apiary"))
+}
+
 func TestOptionalObjects(t *testing.T) {
 	g := NewWithT(t)
 	ch := loadChart(t)
