@@ -11,6 +11,8 @@ KUBE_VERSION ?= 1.35.4
 ETCD_VERSION ?= 3.6.16
 ENVTEST_DIR ?= $(CURDIR)/bin/k8s/$(KUBE_VERSION)-etcd$(ETCD_VERSION)
 export KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
+FLUX_DIR ?= $(CURDIR)/bin/flux/$(FLUX_VERSION)
+export APIARY_FLUX_BIN ?= $(FLUX_DIR)
 
 CONTROLLER_GEN := GOTOOLCHAIN=local go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 GO_TEST_ARGS ?=
@@ -66,8 +68,14 @@ $(ENVTEST_DIR)/kube-apiserver: hack/testenv/build.sh hack/testenv/kube-apiserver
 flux-crds: ## Download Flux's controller modules (for their CRDs) into the Go module cache.
 	cd "$$(mktemp -d)" && GOFLAGS=-mod=mod go mod download github.com/fluxcd/source-controller@$(FLUX_VERSION) github.com/fluxcd/kustomize-controller@$(FLUX_VERSION)
 
+.PHONY: flux-controllers
+flux-controllers: $(FLUX_DIR)/source-controller ## Build Flux's source- and kustomize-controller for tests (cached in bin/).
+
+$(FLUX_DIR)/source-controller: hack/flux/build.sh hack/flux/source-controller/go.mod hack/flux/kustomize-controller/go.mod
+	hack/flux/build.sh $(FLUX_DIR)
+
 .PHONY: test
-test: generate manifests vet testenv flux-crds ## Run all tests against a real API server (envtest).
+test: generate manifests vet testenv flux-crds flux-controllers ## Run all tests against a real API server (envtest).
 	go test ./... -timeout $(GO_TEST_TIMEOUT) -coverprofile cover.out $(GO_TEST_ARGS)
 
 ##@ Build and run
