@@ -101,10 +101,14 @@ func (r *ColonyReconciler) reconcile(ctx context.Context, obj *infrav1.Colony) (
 		conditions.MarkReconciling(obj, commonv1.ProgressingReason, "processing generation %d", obj.Generation)
 	}
 	rendered := r.renderClusters(ctx, obj)
-	if err := r.deliver(ctx, obj, rendered); err != nil {
-		return ctrl.Result{}, err
-	}
+	deliverErr := r.deliver(ctx, obj, rendered)
+	// The clusters are observed even when delivery failed, so the status
+	// (whose counts are required) can always be written and says which
+	// clusters exist.
 	r.observeClusters(obj, rendered, r.clusterDeployments(ctx, obj, rendered))
+	if deliverErr != nil {
+		return ctrl.Result{}, deliverErr
+	}
 	if err := r.reconcileKubeconfigs(ctx, obj); err != nil {
 		return ctrl.Result{}, err
 	}

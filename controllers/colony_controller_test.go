@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -289,4 +290,30 @@ func mustJSON(v any) []byte {
 		panic(err)
 	}
 	return data
+}
+
+// TestColonyStatusWithNoReadyClusterIsWritten keeps a Colony's only cluster
+// provisioning: its first status, whose readyClusters is still zero, is
+// written (and shows 0/1) rather than refused by the API server for a
+// missing required field.
+func TestColonyStatusWithNoReadyClusterIsWritten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "colony-slow")
+	k0rdentFixtures(t, ns)
+	slow := entry("slow")
+	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "10m"}
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(infrav1.GroupVersion.WithKind("Colony"))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(colony), u)).To(Succeed())
+		ready, found, _ := unstructured.NestedInt64(u.Object, "status", "readyClusters")
+		g.Expect(found).To(BeTrue(), "status.readyClusters is written")
+		g.Expect(ready).To(BeZero())
+		total, _, _ := unstructured.NestedInt64(u.Object, "status", "totalClusters")
+		g.Expect(total).To(BeEquivalentTo(1))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
 }

@@ -2,11 +2,13 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -45,7 +47,19 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 		}
 	}
 	if !equality.Semantic.DeepEqual(before["status"], after["status"]) {
-		if err := p.client.Status().Patch(ctx, obj, client.MergeFrom(p.before), client.FieldOwner(fieldOwner)); err != nil {
+		patch := client.MergeFrom(p.before)
+		if !statusWritten(before) {
+			// The stored object has no status yet: a diff against the Go
+			// zero values would leave out required fields that are still
+			// zero (a Colony's readyClusters), and the API server would
+			// refuse the patch. Send the whole status instead.
+			data, err := json.Marshal(map[string]any{"status": after["status"]})
+			if err != nil {
+				return fmt.Errorf("encoding the status: %w", err)
+			}
+			patch = client.RawPatch(types.MergePatchType, data)
+		}
+		if err := p.client.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldOwner)); err != nil {
 			return fmt.Errorf("writing status: %w", err)
 		}
 	}
@@ -56,6 +70,13 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// statusWritten reports whether an object's status was written before:
+// every status Apiary writes has conditions.
+func statusWritten(u map[string]any) bool {
+	conds, _, _ := unstructured.NestedSlice(u, "status", "conditions")
+	return len(conds) > 0
 }
 
 // mutableMetadata is the metadata a reconciler changes.
