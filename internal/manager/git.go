@@ -53,6 +53,9 @@ type GitOptions struct {
 	// AgeRecipients are the age public keys Secrets are encrypted for with
 	// SOPS. Without any, Secrets are refused.
 	AgeRecipients []string
+	// SaltSecretRef names the Secret keeping the salt of the SOPS plaintext
+	// digests; DefaultSaltSecretName in POD_NAMESPACE when empty.
+	SaltSecretRef *types.NamespacedName
 	// Encrypter, for tests, replaces the SOPS encrypter.
 	Encrypter delivery.SecretEncrypter
 }
@@ -87,6 +90,12 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 	if err != nil {
 		return nil, err
 	}
+	enc := o.Encrypter
+	if enc == nil {
+		if enc, err = newSealer(ctx, mgr.GetClient(), reader, o.AgeRecipients, o.SaltSecretRef); err != nil {
+			return nil, err
+		}
+	}
 	dir := o.CheckoutDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "apiary-git-"); err != nil {
@@ -103,7 +112,7 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 		Mapper:    mgr.GetRESTMapper(),
 		Reader:    mgr.GetClient(),
 		Scheme:    mgr.GetScheme(),
-		Encrypter: o.Encrypter,
+		Encrypter: enc,
 		Window:    o.CommitWindow,
 		Message:   o.CommitMessage,
 		Flux: delivery.FluxTarget{
