@@ -19,6 +19,7 @@ type gitFlags struct {
 	window                               time.Duration
 	checkoutDir                          string
 	ageRecipients, ageRecipientsFile     string
+	tenants                              bool
 }
 
 func (f *gitFlags) bind(fs *flag.FlagSet) {
@@ -41,42 +42,49 @@ func (f *gitFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.ageRecipients, "sops-age-recipients", "",
 		"Git delivery: comma-separated age recipients Secrets are encrypted for with SOPS. Without any, Secrets are refused.")
 	fs.StringVar(&f.ageRecipientsFile, "sops-age-recipients-file", "", "Git delivery: a file of age recipients, one per line.")
+	fs.BoolVar(&f.tenants, "tenant-git", false,
+		"Let a namespace send its Colonies and workspaces to its own repository with the annotation "+
+			"delivery.apiary.exalsius.ai/git-repository=<Flux GitRepository in the namespace> (needs Flux's CRDs).")
 }
 
-// options turns the flags into manager options; nil in direct mode.
-func (f *gitFlags) options() (*manager.GitOptions, error) {
-	switch f.delivery {
-	case "direct":
-		return nil, nil
-	case "git":
-	default:
-		return nil, fmt.Errorf("--delivery must be direct or git, not %q", f.delivery)
+// options turns the flags into manager options: the installation's Git
+// delivery (nil in direct mode) and the template of tenants' Git delivery
+// (nil without --tenant-git).
+func (f *gitFlags) options() (git, tenants *manager.GitOptions, err error) {
+	if f.delivery != "direct" && f.delivery != "git" {
+		return nil, nil, fmt.Errorf("--delivery must be direct or git, not %q", f.delivery)
 	}
 	o := &manager.GitOptions{
 		URL: f.url, Branch: f.branch, Path: f.path,
 		AuthorName: f.authorName, AuthorEmail: f.authorEmail, CommitMessage: f.message,
 		CommitWindow: f.window, CheckoutDir: f.checkoutDir,
 	}
-	var err error
 	if o.SecretRef, err = manager.ParseObjectRef("--git-secret", f.secret); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.GitRepositoryRef, err = manager.ParseObjectRef("--git-repository", f.gitRepository); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if o.KustomizationRef, err = manager.ParseObjectRef("--git-kustomization", f.kustomization); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	recipients := splitList(f.ageRecipients)
 	if f.ageRecipientsFile != "" {
 		data, err := os.ReadFile(f.ageRecipientsFile)
 		if err != nil {
-			return nil, fmt.Errorf("reading --sops-age-recipients-file: %w", err)
+			return nil, nil, fmt.Errorf("reading --sops-age-recipients-file: %w", err)
 		}
 		recipients = append(recipients, splitList(string(data))...)
 	}
 	o.AgeRecipients = recipients
-	return o, nil
+	if f.tenants {
+		t := *o
+		tenants = &t
+	}
+	if f.delivery == "git" {
+		git = o
+	}
+	return git, tenants, nil
 }
 
 // splitList splits on commas and new lines, dropping blanks and comments.

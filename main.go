@@ -69,7 +69,7 @@ func main() {
 		os.Exit(1)
 	}
 	opts.RestConfig = cfg
-	if opts.Git, err = git.options(); err != nil {
+	if opts.Git, opts.TenantGit, err = git.options(); err != nil {
 		fmt.Fprintf(os.Stderr, "apiary: %v\n", err)
 		os.Exit(2)
 	}

@@ -2,11 +2,15 @@ package manager
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -37,17 +41,45 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	d := &deps{bundles: bundles, children: children}
 	if opts.Git == nil {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()})
-		return d, nil
+	} else {
+		g, err := newGitSink(context.Background(), mgr, *opts.Git)
+		if err != nil {
+			return nil, fmt.Errorf("configuring Git delivery: %w", err)
+		}
+		if err := mgr.Add(g); err != nil {
+			return nil, fmt.Errorf("adding the Git sink: %w", err)
+		}
+		d.sink, d.git = g, true
 	}
-	g, err := newGitSink(context.Background(), mgr, *opts.Git)
-	if err != nil {
-		return nil, fmt.Errorf("configuring Git delivery: %w", err)
+	if opts.TenantGit != nil {
+		router := &delivery.Router{Default: d.sink, Reader: mgr.GetCache(), NewTenant: func(ctx context.Context, t delivery.Tenant) (*delivery.Git, error) {
+			return newGitSink(ctx, mgr, tenantGitOptions(*opts.TenantGit, t))
+		}}
+		if err := mgr.Add(router); err != nil {
+			return nil, fmt.Errorf("adding the delivery router: %w", err)
+		}
+		d.sink, d.git = router, true
 	}
-	if err := mgr.Add(g); err != nil {
-		return nil, fmt.Errorf("adding the Git sink: %w", err)
-	}
-	d.sink, d.git = g, true
 	return d, nil
+}
+
+// tenantGitOptions are the options of a tenant's Git sink: the tenant's
+// GitRepository, path and Kustomization, the installation's commit settings
+// and recipients, and a clone folder of its own.
+func tenantGitOptions(base GitOptions, t delivery.Tenant) GitOptions {
+	o := base
+	o.URL, o.Branch, o.SecretRef = "", "", nil
+	o.Path = t.Path
+	o.GitRepositoryRef = &types.NamespacedName{Namespace: t.Namespace, Name: t.GitRepository}
+	o.KustomizationRef = nil
+	if t.Kustomization != "" {
+		o.KustomizationRef = &types.NamespacedName{Namespace: t.Namespace, Name: t.Kustomization}
+	}
+	if o.CheckoutDir != "" {
+		sum := sha256.Sum256([]byte(t.Path))
+		o.CheckoutDir = filepath.Join(o.CheckoutDir, "tenants", t.Namespace, t.GitRepository+"-"+hex.EncodeToString(sum[:4]))
+	}
+	return o
 }
 
 // requires adds the Flux Kustomization kind to a controller's required kinds

@@ -53,6 +53,10 @@ type Options struct {
 	WorkspaceGatewayName, WorkspaceGatewayNamespace string
 	// Git, when set, delivers through Git for Flux instead of applying directly.
 	Git *GitOptions
+	// TenantGit, when set, lets a namespace send its owners to its own
+	// repository (delivery.AnnotationGitRepository); its commit settings,
+	// recipients and checkout folder apply to every tenant's sink.
+	TenantGit *GitOptions
 	// Logger is the root logger.
 	Logger logr.Logger
 
