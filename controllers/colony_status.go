@@ -63,7 +63,7 @@ func (r *ColonyReconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc 
 	}
 	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(rc.objects()), d.Mode)
 	if g := asGit(r.Sink); g != nil {
-		return observeSync(ctx, g, r.SyncReader, obj, d, rev)
+		return observeSync(ctx, g, r.SyncReader, colonyOwner(obj), obj, d, rev)
 	}
 	return nil
 }

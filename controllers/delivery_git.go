@@ -20,7 +20,7 @@ import (
 // applied a commit.
 type gitReadback interface {
 	Subscribe(kind string) <-chan event.GenericEvent
-	Synced(ctx context.Context, reader client.Reader, revision string) (delivery.SyncState, error)
+	Synced(ctx context.Context, reader client.Reader, owner delivery.Owner, revision string) (delivery.SyncState, error)
 }
 
 // asGit returns the sink's Git read-back, nil in direct mode.
@@ -80,7 +80,7 @@ func recordCommit(obj conditions.Setter, d *commonv1.DeliveryStatus, res *delive
 // observeSync sets Synced from the Flux Kustomization that applies the
 // commit d.Revision. It reads the Kustomization only while that commit is
 // not known to be applied, so a synced owner costs nothing.
-func observeSync(ctx context.Context, g gitReadback, reader client.Reader, obj conditions.Setter, d *commonv1.DeliveryStatus, revision string) error {
+func observeSync(ctx context.Context, g gitReadback, reader client.Reader, owner delivery.Owner, obj conditions.Setter, d *commonv1.DeliveryStatus, revision string) error {
 	if revision == "" {
 		if !conditions.Has(obj, commonv1.SyncedCondition) {
 			conditions.MarkUnknown(obj, commonv1.SyncedCondition, commonv1.CommitPendingReason, "waiting for the commit")
@@ -90,7 +90,7 @@ func observeSync(ctx context.Context, g gitReadback, reader client.Reader, obj c
 	if d.SyncedCommit == revision && conditions.IsTrue(obj, commonv1.SyncedCondition) {
 		return nil
 	}
-	st, err := g.Synced(ctx, reader, revision)
+	st, err := g.Synced(ctx, reader, owner, revision)
 	if err != nil {
 		return fmt.Errorf("reading Flux's sync state: %w", err)
 	}

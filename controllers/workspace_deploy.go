@@ -105,7 +105,7 @@ func (r *WorkspaceDeploymentReconciler) awaitSync(ctx context.Context, obj *work
 	if g == nil {
 		return proceed, nil
 	}
-	if err := observeSync(ctx, g, r.SyncReader, obj, d, rev); err != nil {
+	if err := observeSync(ctx, g, r.SyncReader, workspaceOwner(obj), obj, d, rev); err != nil {
 		return stopWith(0), err
 	}
 	if reason, msg, pending := gitPending(obj); pending {

@@ -32,7 +32,7 @@ type SyncState struct {
 // has applied revision (a commit SHA) or a commit that contains it. It
 // reads the Kustomization through reader, normally the manager's
 // cache, which controllers watch.
-func (g *Git) Synced(ctx context.Context, reader client.Reader, revision string) (SyncState, error) {
+func (g *Git) Synced(ctx context.Context, reader client.Reader, _ Owner, revision string) (SyncState, error) {
 	ks := g.opts.Flux.Kustomization
 	if ks == nil {
 		return SyncState{Message: "no Flux Kustomization is configured for Git delivery"}, nil

@@ -74,11 +74,15 @@ func isNetworkError(err error) bool {
 		strings.Contains(msg, "i/o timeout")
 }
 
-// isNonFastForward reports whether a push error means the remote branch moved.
+// isNonFastForward reports whether a push error means the remote branch moved
+// (or was being moved).
 func isNonFastForward(err error) bool {
 	msg := err.Error()
+	// A server that was updating the ref for another writer at the same
+	// moment refuses with a lock failure; that is the same race.
 	return strings.Contains(msg, "non-fast-forward") || strings.Contains(msg, "fetch first") ||
-		strings.Contains(msg, "stale info")
+		strings.Contains(msg, "stale info") || strings.Contains(msg, "failed to update ref") ||
+		strings.Contains(msg, "cannot lock ref")
 }
 
 // redactURL removes credentials from a repository URL for messages.
