@@ -1,0 +1,179 @@
+// Package gitops_test runs Apiary in Git mode end to end: a loopback Git
+// server, Flux's real source-controller and kustomize-controller (v1.9.6),
+// the k0rdent stand-in with a child control plane, and Apiary committing
+// what it renders, then reading the sync and the k0rdent state back.
+package gitops_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/secrets/sopsenc"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const (
+	repoName = "fleet.git"
+	branch   = "main"
+	// apiaryPath is the folder of the repository Apiary owns.
+	apiaryPath = "clusters/mgmt/apiary"
+	fluxNS     = "flux-system"
+	// fluxName names both the GitRepository and the Kustomization.
+	fluxName = "apiary"
+	timeout  = 2 * time.Minute
+)
+
+var (
+	env, child *testenv.Environment
+	flux       *testenv.Flux
+	gitServer  *testenv.GitServer
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	flag.Parse()
+	if testing.Short() {
+		fmt.Println("skipping the Git delivery end-to-end tests in -short mode")
+		return 0
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+		return 1
+	}
+	fluxCRDs, err := testenv.FluxCRDDirs()
+	if err != nil {
+		return fail("finding Flux's CRDs", err)
+	}
+	if env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...)); err != nil {
+		return fail("starting the management control plane", err)
+	}
+	defer func() { _ = env.Stop() }()
+	if child, err = testenv.Start(testenv.Bare()); err != nil {
+		return fail("starting the child control plane", err)
+	}
+	defer func() { _ = child.Stop() }()
+	childKubeconfig, err := child.Kubeconfig()
+	if err != nil {
+		return fail("child kubeconfig", err)
+	}
+	if _, _, err := standin.Run(ctx, env.Config, &standin.StandIn{ChildKubeconfig: childKubeconfig}); err != nil {
+		return fail("starting the stand-in", err)
+	}
+
+	root, err := os.MkdirTemp("", "apiary-gitops-")
+	if err != nil {
+		return fail("creating a temporary folder", err)
+	}
+	defer func() { _ = os.RemoveAll(root) }()
+	if gitServer, err = testenv.StartGitServer(filepath.Join(root, "git")); err != nil {
+		return fail("starting the Git server", err)
+	}
+	defer func() { _ = gitServer.Stop() }()
+	if err := gitServer.InitRepo(repoName, branch); err != nil {
+		return fail("creating the repository", err)
+	}
+	if _, err := gitServer.Commit(repoName, branch, "fleet: start", map[string][]byte{"README.md": []byte("fleet\n")}); err != nil {
+		return fail("first commit", err)
+	}
+
+	identity, recipient, err := sopsenc.GenerateAgeKey()
+	if err != nil {
+		return fail("generating an age key", err)
+	}
+	if err := installFluxObjects(ctx, identity); err != nil {
+		return fail("creating Flux's objects", err)
+	}
+	if flux, err = testenv.StartFlux(ctx, env, testenv.FluxOptions{Namespace: fluxNS}); err != nil {
+		return fail("starting Flux", err)
+	}
+	defer func() { _ = flux.Stop() }()
+
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, manager.Options{
+			RestConfig:             env.Config,
+			MetricsBindAddress:     "0",
+			HealthProbeBindAddress: "0",
+			Concurrency:            manager.DefaultConcurrency,
+			CRDCheckInterval:       time.Second,
+			NoCrossNamespaceRefs:   true,
+			Logger:                 ctrl.Log.WithName("apiary"),
+			Git: &manager.GitOptions{
+				Path:             apiaryPath,
+				GitRepositoryRef: &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+				KustomizationRef: &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+				CommitWindow:     500 * time.Millisecond,
+				CheckoutDir:      filepath.Join(root, "checkout"),
+				AgeRecipients:    []string{recipient},
+			},
+		})
+	}()
+	code := m.Run()
+	if code != 0 {
+		fmt.Fprintln(os.Stderr, "Flux logs:\n"+flux.Logs(80))
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		}
+	case <-time.After(30 * time.Second):
+		fmt.Fprintln(os.Stderr, "manager did not stop within 30s")
+	}
+	return code
+}
+
+// installFluxObjects creates the GitRepository and the Kustomization (with
+// SOPS decryption and prune) that apply Apiary's path, and the age key.
+func installFluxObjects(ctx context.Context, identity string) error {
+	c := env.Client
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}); err != nil {
+		return err
+	}
+	if err := c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "sops-age"},
+		StringData: map[string]string{"identity.agekey": identity},
+	}); err != nil {
+		return err
+	}
+	objs, err := testenv.FluxSync{Namespace: fluxNS, Name: fluxName, URL: gitServer.RepoURL(repoName), Branch: branch,
+		Path: apiaryPath, DecryptionSecret: "sops-age"}.Objects()
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := c.Create(ctx, o); err != nil {
+			return fmt.Errorf("creating %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+	}
+	return nil
+}
+
+// logOutput is where the managers log: nowhere, unless APIARY_TEST_LOGS is set.
+func logOutput() io.Writer {
+	if os.Getenv("APIARY_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
