@@ -85,8 +85,8 @@ build: ## Build the apiary binary into bin/.
 	go build -o bin/apiary .
 
 .PHONY: run
-run: testenv build ## Run Apiary against an embedded local control plane.
-	bin/apiary sandbox --assets $(ENVTEST_DIR) $(RUN_ARGS)
+run: testenv build $(if $(findstring git,$(RUN_ARGS)),flux-crds flux-controllers) ## Run Apiary against an embedded local control plane (RUN_ARGS=--mode=git for Git delivery with Flux).
+	bin/apiary sandbox --assets $(ENVTEST_DIR) --flux-bin $(FLUX_DIR) $(RUN_ARGS)
 
 .PHONY: help
 help: ## Show this help.

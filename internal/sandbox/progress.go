@@ -9,6 +9,7 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,7 +21,7 @@ import (
 // watchProgress prints the quick start's progress whenever it changes. It
 // reports whether the Colony is ready and the workspace runs; with
 // exitWhenReady it returns as soon as they are.
-func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhenReady bool) (bool, error) {
+func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhenReady, git bool) (bool, error) {
 	c, err := client.New(cfg, client.Options{Scheme: apiaryscheme.New()})
 	if err != nil {
 		return false, err
@@ -43,6 +44,10 @@ func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhe
 				report("inventory", "GPU inventory: "+inv)
 			}
 			colonyReady = apimeta.IsStatusConditionTrue(colony.Status.Conditions, "Ready")
+			if git {
+				report("colony-git", "Colony quickstart: "+describeGit(colony.Status.Conditions))
+				colonyReady = colonyReady && apimeta.IsStatusConditionTrue(colony.Status.Conditions, "Synced")
+			}
 		}
 		wsd := &workspacesv1.WorkspaceDeployment{}
 		running := false
@@ -53,6 +58,15 @@ func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhe
 			}
 			report("wsd", line)
 			running = wsd.Status.Phase == workspacesv1.PhaseRunning
+			if git {
+				report("wsd-git", "WorkspaceDeployment my-notebook: "+describeGit(wsd.Status.Conditions))
+				running = running && apimeta.IsStatusConditionTrue(wsd.Status.Conditions, "Synced")
+			}
+		}
+		if git {
+			if rev := fluxApplied(ctx, c); rev != "" {
+				report("flux", "Flux applied "+rev)
+			}
 		}
 		if colonyReady && running && !ready {
 			ready = true
@@ -67,6 +81,26 @@ func watchProgress(ctx context.Context, cfg *rest.Config, out io.Writer, exitWhe
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
+}
+
+// describeGit summarises the Committed and Synced conditions.
+func describeGit(conds []metav1.Condition) string {
+	var parts []string
+	for _, t := range []string{"Committed", "Synced"} {
+		c := apimeta.FindStatusCondition(conds, t)
+		if c == nil {
+			parts = append(parts, t+" (not yet)")
+			continue
+		}
+		part := fmt.Sprintf("%s=%s", t, c.Status)
+		if c.Status == metav1.ConditionTrue {
+			part += " (" + c.Message + ")"
+		} else {
+			part += " (" + c.Reason + ")"
+		}
+		parts = append(parts, part)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func phaseOr(p string) string {

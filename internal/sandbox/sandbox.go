@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
 // Options configure a sandbox run.
@@ -34,6 +35,12 @@ type Options struct {
 	ExitWhenReady bool
 	// Out receives the progress lines.
 	Out io.Writer
+	// Mode is the delivery mode: "direct" (default) or "git", which adds a
+	// loopback Git server and Flux.
+	Mode string
+	// FluxBin holds Flux's controller binaries for Git mode (make
+	// flux-controllers builds them).
+	FluxBin string
 }
 
 // Main runs the sandbox with command-line arguments and returns an exit code.
@@ -43,6 +50,8 @@ func Main(args []string) int {
 	fset.StringVar(&opts.Assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "Folder holding the kube-apiserver and etcd binaries (make testenv builds them).")
 	fset.StringVar(&opts.Dir, "dir", ".sandbox", "Folder for the sandbox's kubeconfig.")
 	fset.BoolVar(&opts.ExitWhenReady, "exit-when-ready", false, "Stop once the quick start workspace is Running (exit code 0), for headless runs.")
+	fset.StringVar(&opts.Mode, "mode", "direct", "Delivery mode: direct (server-side apply) or git (a loopback Git server and Flux apply Apiary's commits).")
+	fset.StringVar(&opts.FluxBin, "flux-bin", os.Getenv("APIARY_FLUX_BIN"), "Folder holding Flux's source-controller and kustomize-controller, for --mode=git (make flux-controllers builds them).")
 	timeout := fset.Duration("timeout", 0, "Give up after this long (exit code 1); 0 runs until interrupted.")
 	logs := fset.Bool("logs", false, "Print Apiary's logs.")
 	if err := fset.Parse(args); err != nil {
@@ -78,8 +87,18 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	var fluxCRDs []string
+	switch opts.Mode {
+	case "", "direct":
+	case "git":
+		if fluxCRDs, err = testenv.FluxCRDDirs(); err != nil {
+			return err
+		}
+	default:
+		return fmt.Errorf("--mode must be direct or git, not %q", opts.Mode)
+	}
 	say("starting the management control plane (kube-apiserver + etcd)")
-	mgmt := &envtest.Environment{BinaryAssetsDirectory: opts.Assets, CRDs: crds, ErrorIfCRDPathMissing: true}
+	mgmt := &envtest.Environment{BinaryAssetsDirectory: opts.Assets, CRDs: crds, CRDDirectoryPaths: fluxCRDs, ErrorIfCRDPathMissing: true}
 	cfg, err := mgmt.Start()
 	if err != nil {
 		return fmt.Errorf("starting the management control plane: %w", err)
@@ -120,9 +139,28 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	var gitops *gitOps
+	if opts.Mode == "git" {
+		env, err := testenv.Wrap(mgmt)
+		if err != nil {
+			return err
+		}
+		for _, d := range []string{"git", "flux", "checkout"} {
+			_ = os.RemoveAll(filepath.Join(opts.Dir, d)) // a fresh repository per run
+		}
+		if gitops, err = startGitOps(ctx, env, opts.Dir, opts.FluxBin, say); err != nil {
+			return err
+		}
+		defer gitops.stop()
+	}
+	var gitOpts *manager.GitOptions
+	if gitops != nil {
+		gitOpts = gitops.opts
+	}
 	managerDone := make(chan error, 1)
 	go func() {
 		managerDone <- manager.Run(ctx, manager.Options{
+			Git:                    gitOpts,
 			RestConfig:             cfg,
 			MetricsBindAddress:     "0",
 			HealthProbeBindAddress: "0",
@@ -136,7 +174,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := seed(ctx, cfg, childCfg); err != nil {
 		return err
 	}
-	ready, err := watchProgress(ctx, cfg, opts.Out, opts.ExitWhenReady)
+	ready, err := watchProgress(ctx, cfg, opts.Out, opts.ExitWhenReady, gitops != nil)
 	cancel()
 	say("stopping")
 	if merr := <-managerDone; merr != nil && err == nil {

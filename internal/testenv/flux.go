@@ -107,6 +107,11 @@ func StartFlux(ctx context.Context, env *Environment, opts FluxOptions) (*Flux, 
 	}
 
 	f := &Flux{Dir: opts.Dir}
+	if f.Dir != "" {
+		if err := os.MkdirAll(f.Dir, 0o755); err != nil {
+			return nil, fmt.Errorf("creating Flux folder: %w", err)
+		}
+	}
 	if f.Dir == "" {
 		dir, err := os.MkdirTemp("", "apiary-flux-")
 		if err != nil {
