@@ -262,6 +262,12 @@ func TestGitDeliveryRBACOnlyInGitMode(t *testing.T) {
 		return out
 	}
 	g.Expect(fluxRules(nil)).To(BeEmpty())
+	objs, err := render(ch, releaseName, releaseNamespace, map[string]any{"delivery": map[string]any{"tenantGit": true}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(convert[rbacv1.ClusterRole](g, find(objs, "ClusterRole")[0]).Rules).To(ContainElement(
+		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}))
+	g.Expect(convert[appsv1.Deployment](g, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args).To(
+		ContainElements("--delivery=direct", "--tenant-git=true"))
 	rules := fluxRules(map[string]any{"delivery": map[string]any{"mode": "git", "git": map[string]any{"url": "ssh://git@example.com/fleet.git"}}})
 	g.Expect(rules).To(ConsistOf(
 		rbacv1.PolicyRule{APIGroups: []string{"kustomize.toolkit.fluxcd.io"}, Resources: []string{"kustomizations"}, Verbs: []string{"get", "list", "watch"}},
