@@ -15,6 +15,7 @@ type gitFlags struct {
 	delivery                             string
 	url, branch, path                    string
 	secret, gitRepository, kustomization string
+	signingKey                           string
 	authorName, authorEmail, message     string
 	window                               time.Duration
 	checkoutDir                          string
@@ -32,6 +33,8 @@ func (f *gitFlags) bind(fs *flag.FlagSet) {
 		"Git delivery: <namespace>/<name> of a Secret with credentials in Flux's format (username/password, bearerToken, or identity with known_hosts).")
 	fs.StringVar(&f.gitRepository, "git-repository", "",
 		"Git delivery: <namespace>/<name> of a Flux GitRepository whose URL, branch and Secret are reused, and which is asked to fetch after each push.")
+	fs.StringVar(&f.signingKey, "git-signing-key-secret", "",
+		"Git delivery: <namespace>/<name> of a Secret with an armored OpenPGP private key (git.asc, optional passphrase) that signs every commit.")
 	fs.StringVar(&f.kustomization, "git-kustomization", "",
 		"Git delivery: <namespace>/<name> of the Flux Kustomization that applies --git-path, read for the Synced condition.")
 	fs.StringVar(&f.authorName, "git-author-name", "Apiary", "Git delivery: commit author name.")
@@ -66,6 +69,9 @@ func (f *gitFlags) options() (git, tenants *manager.GitOptions, err error) {
 		return nil, nil, err
 	}
 	if o.KustomizationRef, err = manager.ParseObjectRef("--git-kustomization", f.kustomization); err != nil {
+		return nil, nil, err
+	}
+	if o.SigningKeySecretRef, err = manager.ParseObjectRef("--git-signing-key-secret", f.signingKey); err != nil {
 		return nil, nil, err
 	}
 	recipients := splitList(f.ageRecipients)

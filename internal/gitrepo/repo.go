@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ProtonMail/go-crypto/openpgp"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -50,6 +51,8 @@ type Options struct {
 	Author Author
 	// MaxPushRetries bounds the retries after a non-fast-forward push (default 5).
 	MaxPushRetries int
+	// SigningKey, when set, signs every commit (OpenPGP).
+	SigningKey *openpgp.Entity
 }
 
 // Result describes the outcome of a Sync.

@@ -112,7 +112,7 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	msg := strings.TrimRight(message, "\n") + "\n\n" + summary
 	hash, err := w.Commit(msg, &git.CommitOptions{Author: &object.Signature{
 		Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now(),
-	}})
+	}, SignKey: r.opts.SigningKey})
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return Result{}, nil
 	}

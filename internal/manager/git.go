@@ -53,6 +53,9 @@ type GitOptions struct {
 	// AgeRecipients are the age public keys Secrets are encrypted for with
 	// SOPS. Without any, Secrets are refused.
 	AgeRecipients []string
+	// SigningKeySecretRef names a Secret with an armored OpenPGP private key
+	// (git.asc, optional passphrase) that signs every commit.
+	SigningKeySecretRef *types.NamespacedName
 	// SaltSecretRef names the Secret keeping the salt of the SOPS plaintext
 	// digests; DefaultSaltSecretName in POD_NAMESPACE when empty.
 	SaltSecretRef *types.NamespacedName
@@ -96,6 +99,10 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 			return nil, err
 		}
 	}
+	signer, err := signingKey(ctx, reader, o.SigningKeySecretRef)
+	if err != nil {
+		return nil, err
+	}
 	dir := o.CheckoutDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "apiary-git-"); err != nil {
@@ -104,8 +111,9 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 	}
 	repo := gitrepo.Options{
 		URL: o.URL, Branch: defaultString(o.Branch, "main"), Dir: dir, Path: defaultString(o.Path, "apiary"),
-		Auth:   auth,
-		Author: gitrepo.Author{Name: defaultString(o.AuthorName, "Apiary"), Email: defaultString(o.AuthorEmail, "apiary@exalsius.ai")},
+		Auth:       auth,
+		SigningKey: signer,
+		Author:     gitrepo.Author{Name: defaultString(o.AuthorName, "Apiary"), Email: defaultString(o.AuthorEmail, "apiary@exalsius.ai")},
 	}
 	return delivery.NewGit(delivery.GitOptions{
 		Repo:      repo,

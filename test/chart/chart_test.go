@@ -190,11 +190,12 @@ func TestArgsFollowValues(t *testing.T) {
 		name: "git delivery",
 		vals: map[string]any{"delivery": map[string]any{"mode": "git", "git": map[string]any{
 			"gitRepositoryRef": "flux-system/fleet", "kustomizationRef": "flux-system/apiary",
-			"path": "clusters/mgmt/apiary", "commitWindow": "5s",
+			"path": "clusters/mgmt/apiary", "commitWindow": "5s", "signingKeySecretRef": "apiary-system/signing",
 			"sops": map[string]any{"ageRecipients": []any{ageRecipient, ageRecipient2}},
 		}}},
 		want: []string{"--delivery=git", "--git-repository=flux-system/fleet", "--git-kustomization=flux-system/apiary",
 			"--git-path=clusters/mgmt/apiary", "--git-commit-window=5s", "--git-checkout-dir=/var/lib/apiary/git",
+			"--git-signing-key-secret=apiary-system/signing",
 			"--sops-age-recipients=" + ageRecipient + "," + ageRecipient2, "--git-author-name=Apiary"},
 		notWant: []string{"--git-url", "--git-secret"},
 		check: func(g Gomega, d *appsv1.Deployment) {
