@@ -54,3 +54,22 @@ func FuzzEncryptDecrypt(f *testing.F) {
 		}
 	})
 }
+
+func FuzzDecrypt(f *testing.F) {
+	id, rec, err := GenerateAgeKey()
+	if err != nil {
+		f.Fatal(err)
+	}
+	valid, err := Encrypt([]byte("apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\nstringData:\n  k: v\n"), []string{rec}, testSalt)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(valid)
+	f.Add([]byte("sops:\n  mac: ENC[AES256_GCM,data:x,iv:y,tag:z,type:str]\n"))
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		// Any input: an error or a plaintext, never a panic.
+		_, _ = Decrypt(doc, id)
+		_ = DigestOf(doc)
+	})
+}

@@ -39,7 +39,9 @@ const dataKeySize = 32
 // `sops --encrypt --age <recipients> --encrypted-regex '^(data|stringData)$'`
 // produces for the manifest with its keys sorted. The metadata gains the
 // DigestAnnotation, an HMAC of the plaintext keyed by salt (see Digest).
-func Encrypt(manifest []byte, recipients []string, salt []byte) ([]byte, error) {
+// Comments are dropped. Errors name the Secret and keys, never values.
+func Encrypt(manifest []byte, recipients []string, salt []byte) (_ []byte, err error) {
+	defer recoverInto(&err, "encrypting Secret manifest")
 	keys, normalized, err := parseRecipients(recipients)
 	if err != nil {
 		return nil, err
@@ -106,7 +108,8 @@ func Encrypt(manifest []byte, recipients []string, salt []byte) ([]byte, error) 
 // metadata removed. It uses the identity directly: unlike sops' decrypt
 // package it never reads SOPS_AGE_KEY or key files. A document that does not
 // authenticate yields an error wrapping ErrIntegrity.
-func Decrypt(encrypted []byte, ageIdentity string) ([]byte, error) {
+func Decrypt(encrypted []byte, ageIdentity string) (_ []byte, err error) {
+	defer recoverInto(&err, "decrypting SOPS document")
 	ids, err := age.ParseIdentities(strings.NewReader(ageIdentity))
 	if err != nil {
 		return nil, fmt.Errorf("parsing age identity: %w", err)
@@ -139,6 +142,15 @@ func Decrypt(encrypted []byte, ageIdentity string) ([]byte, error) {
 		return nil, fmt.Errorf("%s: emitting plaintext: %w", ref, err)
 	}
 	return canonicalYAML(plain)
+}
+
+// recoverInto turns a panic inside SOPS (seen on malicious input, which is
+// why kustomize-controller recovers too) into an error; the panic value is
+// not included, as it may quote document content.
+func recoverInto(err *error, what string) {
+	if r := recover(); r != nil {
+		*err = fmt.Errorf("%s: SOPS failed on malformed input", what)
+	}
 }
 
 // dataKey recovers the SOPS data key from the document's age master keys
