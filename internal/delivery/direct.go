@@ -188,10 +188,16 @@ func (d *Direct) staleEntries(prev *commonv1.ResourceInventory, inSet map[string
 	return stale
 }
 
-// prepare turns a desired object into an item: canonical form, namespace
-// fixed by the object's scope, digest, owner labels and digest annotation.
-// scopes remembers the scope of each kind seen so far.
+// prepare turns a desired object into an item (see prepareItem).
 func (d *Direct) prepare(owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool) (*item, error) {
+	return prepareItem(d.mapper, owner, o, scopes, false)
+}
+
+// prepareItem turns a desired object into an item: canonical form (without
+// owner references when dropOwnerRefs), namespace fixed by the object's
+// scope, digest, owner labels and digest annotation. scopes remembers the
+// scope of each kind seen so far.
+func prepareItem(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool, dropOwnerRefs bool) (*item, error) {
 	gvk := o.GroupVersionKind()
 	name := describe(gvk.Kind, o.GetNamespace(), o.GetName())
 	if gvk.Version == "" {
@@ -201,9 +207,12 @@ func (d *Direct) prepare(owner Owner, o *unstructured.Unstructured, scopes map[s
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	if dropOwnerRefs {
+		unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
+	}
 	clusterScoped, known := scopes[gvk]
 	if !known {
-		mapping, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
 			return nil, fmt.Errorf("%s: finding the resource of %s: %w", name, gvk, err)
 		}

@@ -44,66 +44,24 @@ type gitFile struct {
 // fileHeader starts every plain file, for people browsing the repository.
 const fileHeader = "# Rendered by Apiary for %s. Edits are overwritten; change the %s instead.\n"
 
-// encodeFile turns a desired object into its file: canonical form, scope
-// from the REST mapper, owner labels and applied-digest annotation, YAML
-// with sorted keys. Secrets keep their plaintext aside for encryption.
+// encodeFile turns a desired object into its file: the direct sink's
+// canonical form with owner labels and applied-digest annotation, without
+// owner references, as YAML with sorted keys. Owner references name UIDs
+// of this cluster, which a cluster rebuilt from the repository would not
+// have (its garbage collector would delete the objects): committed objects
+// are tied to their owner by the labels instead. Secrets keep their
+// plaintext aside for encryption.
 func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool) (*gitFile, error) {
-	gvk := o.GroupVersionKind()
-	name := describe(gvk.Kind, o.GetNamespace(), o.GetName())
-	if gvk.Version == "" {
-		return nil, fmt.Errorf("%s: apiVersion is missing", name)
-	}
-	obj, err := canonical(o)
+	it, err := prepareItem(mapper, owner, o, scopes, true)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	// Owner references name UIDs of this cluster, which a cluster rebuilt
-	// from the repository would not have (its garbage collector would
-	// delete the objects): committed objects are tied to their owner by
-	// the sink's labels instead.
-	unstructured.RemoveNestedField(obj.Object, "metadata", "ownerReferences")
-	clusterScoped, known := scopes[gvk]
-	if !known {
-		mapping, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-		if err != nil {
-			return nil, fmt.Errorf("%s: finding the resource of %s: %w", name, gvk, err)
-		}
-		clusterScoped = mapping.Scope.Name() == meta.RESTScopeNameRoot
-		scopes[gvk] = clusterScoped
-	}
-	if clusterScoped {
-		obj.SetNamespace("")
-	} else if obj.GetNamespace() == "" {
-		return nil, fmt.Errorf("%s: a namespaced object needs a namespace", name)
-	}
-	digest, err := digestOf(obj.Object)
+	data, err := yaml.Marshal(it.obj.Object)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: encoding YAML: %w", it.id.describe(), err)
 	}
-	labels := obj.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range owner.Labels {
-		labels[k] = v
-	}
-	for k, v := range owner.OwnerLabels() {
-		labels[k] = v
-	}
-	obj.SetLabels(labels)
-	ann := obj.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[AnnotationAppliedDigest] = digest
-	obj.SetAnnotations(ann)
-	data, err := yaml.Marshal(obj.Object)
-	if err != nil {
-		return nil, fmt.Errorf("%s: encoding YAML: %w", name, err)
-	}
-	id := IDOf(obj)
-	f := &gitFile{id: id, version: gvk.Version, path: gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)}
-	if isSecret(gvk) {
+	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name)}
+	if isSecret(it.gvk) {
 		f.secret = data
 		return f, nil
 	}
