@@ -15,6 +15,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -98,18 +99,18 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	if len(touched) == 0 && len(kustomizations) == 0 {
 		return Result{}, nil // the head already holds exactly this
 	}
-	if err := build(root); err != nil {
+	if err := build(root, append(touched, kustomizations...)); err != nil {
 		return Result{}, err
 	}
-	w, err := r.repo.Worktree()
-	if err != nil {
-		return Result{}, fmt.Errorf("opening worktree %s: %w", r.opts.Dir, err)
-	}
-	changed, summary, err := r.stage(w, append(touched, kustomizations...))
+	changed, summary, err := r.stage(append(touched, kustomizations...))
 	if err != nil {
 		return Result{}, err
 	}
 	msg := strings.TrimRight(message, "\n") + "\n\n" + summary
+	w, err := r.repo.Worktree()
+	if err != nil {
+		return Result{}, fmt.Errorf("opening worktree %s: %w", r.opts.Dir, err)
+	}
 	hash, err := w.Commit(msg, &git.CommitOptions{Author: &object.Signature{
 		Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now(),
 	}, SignKey: r.opts.SigningKey})
@@ -265,11 +266,58 @@ func writeKustomization(dir, rel string, changed *[]string) (bool, error) {
 	return true, nil
 }
 
-// build runs kustomize on root as Flux would.
-func build(root string) error {
+// build runs kustomize, as Flux would, on the directories under root whose
+// files changed (touched, relative to root). That is the same as building
+// the whole tree, at a fraction of the cost on large trees (kustomize's
+// build time grows faster than the number of resources): the generated
+// kustomization.yaml files above them only list subdirectories, and the
+// layout <namespace>/<kind>/<name>.yaml keeps the IDs of different
+// directories apart, so a tree fails to build only where a directory of
+// files does. Kustomizations of directories without files are read to
+// check they parse.
+func build(root string, touched []string) error {
+	leaves := map[string]bool{}
+	for _, rel := range touched {
+		dir := path.Dir(rel)
+		if path.Base(rel) == kustomizationFile {
+			if err := checkKustomization(filepath.Join(root, filepath.FromSlash(rel))); err != nil {
+				return err
+			}
+			continue
+		}
+		leaves[dir] = true
+	}
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	if _, err := k.Run(filesys.MakeFsOnDisk(), root); err != nil {
-		return fmt.Errorf("%w: building %s: %w", ErrInvalidTree, filepath.Base(root), err)
+	fs := filesys.MakeFsOnDisk()
+	dirs := make([]string, 0, len(leaves))
+	for d := range leaves {
+		dirs = append(dirs, d)
+	}
+	sort.Strings(dirs)
+	for _, d := range dirs {
+		full := filepath.Join(root, filepath.FromSlash(d))
+		if _, err := os.Stat(filepath.Join(full, kustomizationFile)); os.IsNotExist(err) {
+			continue // every file of the directory was removed
+		}
+		if _, err := k.Run(fs, full); err != nil {
+			return fmt.Errorf("%w: building %s: %w", ErrInvalidTree, d, err)
+		}
+	}
+	return nil
+}
+
+// checkKustomization reads a generated kustomization.yaml, if it exists.
+func checkKustomization(file string) error {
+	data, err := os.ReadFile(file)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", file, err)
+	}
+	var k types.Kustomization
+	if err := yaml.UnmarshalStrict(data, &k); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrInvalidTree, filepath.Base(filepath.Dir(file)), err)
 	}
 	return nil
 }
@@ -278,7 +326,7 @@ func build(root string) error {
 // changed (rels, relative to Path) in the index, without walking the
 // worktree, and returns them sorted with a one-line-per-file summary for the
 // message: A(dded), M(odified) or D(eleted) against the head.
-func (r *Repo) stage(w *git.Worktree, rels []string) ([]string, string, error) {
+func (r *Repo) stage(rels []string) ([]string, string, error) {
 	var headTree *object.Tree
 	if r.ready {
 		c, err := r.repo.CommitObject(r.head)
@@ -324,17 +372,56 @@ func (r *Repo) stage(w *git.Worktree, rels []string) ([]string, string, error) {
 		changed = append(changed, rel)
 		fmt.Fprintf(&b, "%s %s\n", verb, rel)
 	}
+	for _, rel := range changed {
+		file := path.Join(r.opts.Path, rel)
+		if err := r.stageFile(idx, file); err != nil {
+			return nil, "", err
+		}
+	}
+	// One index write for the whole change, however many files it has.
 	if err := r.repo.Storer.SetIndex(idx); err != nil {
 		return nil, "", fmt.Errorf("writing index of %s: %w", r.opts.Dir, err)
 	}
-	for _, rel := range changed {
-		file := path.Join(r.opts.Path, rel)
-		if _, err := os.Stat(filepath.Join(r.opts.Dir, filepath.FromSlash(file))); err != nil {
-			continue
-		}
-		if err := w.AddWithOptions(&git.AddOptions{Path: file, SkipStatus: true}); err != nil {
-			return nil, "", fmt.Errorf("staging %s: %w", file, err)
-		}
-	}
 	return changed, b.String(), nil
+}
+
+// stageFile stores a file of the worktree as a blob and points its index
+// entry at it; a file that no longer exists is left out (already removed).
+func (r *Repo) stageFile(idx *index.Index, file string) error {
+	full := filepath.Join(r.opts.Dir, filepath.FromSlash(file))
+	info, err := os.Stat(full)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	data, err := os.ReadFile(full)
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	obj := r.repo.Storer.NewEncodedObject()
+	obj.SetType(plumbing.BlobObject)
+	obj.SetSize(int64(len(data)))
+	ow, err := obj.Writer()
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	if _, err := ow.Write(data); err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	if err := ow.Close(); err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	hash, err := r.repo.Storer.SetEncodedObject(obj)
+	if err != nil {
+		return fmt.Errorf("staging %s: %w", file, err)
+	}
+	e, err := idx.Entry(file)
+	if err != nil {
+		e = idx.Add(file)
+	}
+	e.Hash, e.Mode, e.Size = hash, filemode.Regular, uint32(len(data))
+	e.ModifiedAt = info.ModTime()
+	return nil
 }
