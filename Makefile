@@ -69,9 +69,10 @@ flux-crds: ## Download Flux's controller modules (for their CRDs) into the Go mo
 	cd "$$(mktemp -d)" && GOFLAGS=-mod=mod go mod download github.com/fluxcd/source-controller@$(FLUX_VERSION) github.com/fluxcd/kustomize-controller@$(FLUX_VERSION)
 
 .PHONY: flux-controllers
-flux-controllers: $(FLUX_DIR)/source-controller ## Build Flux's source- and kustomize-controller for tests (cached in bin/).
+flux-controllers: $(FLUX_DIR)/source-controller $(FLUX_DIR)/kustomize-controller ## Build Flux's source- and kustomize-controller for tests (cached in bin/).
 
-$(FLUX_DIR)/source-controller: hack/flux/build.sh hack/flux/source-controller/go.mod hack/flux/kustomize-controller/go.mod
+# build.sh builds whichever of the two is missing.
+$(FLUX_DIR)/source-controller $(FLUX_DIR)/kustomize-controller: hack/flux/build.sh hack/flux/source-controller/go.mod hack/flux/kustomize-controller/go.mod
 	hack/flux/build.sh $(FLUX_DIR)
 
 .PHONY: test
