@@ -319,4 +319,3 @@ func checkKustomization(file string) error {
 	}
 	return nil
 }
-
