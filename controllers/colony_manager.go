@@ -4,7 +4,6 @@ import (
 	"context"
 	"strings"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/delivery"
@@ -114,15 +112,5 @@ func (r *ColonyReconciler) coloniesForConfigMap(ctx context.Context, o client.Ob
 // unsyncedColonies maps a change of a Flux Kustomization to the Colonies
 // whose last commit Flux has not been seen to apply.
 func (r *ColonyReconciler) unsyncedColonies(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &infrav1.ColonyList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if !conditions.IsTrue(&list.Items[i], commonv1.SyncedCondition) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+	return unsyncedRequests(ctx, r.Client, &infrav1.ColonyList{})
 }

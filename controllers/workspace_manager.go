@@ -3,7 +3,6 @@ package controllers
 import (
 	"context"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
-	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
@@ -103,17 +101,7 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 // unsyncedWorkspaces maps a change of a Flux Kustomization to the workspaces
 // whose last commit Flux has not been seen to apply.
 func (r *WorkspaceDeploymentReconciler) unsyncedWorkspaces(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if !conditions.IsTrue(&list.Items[i], commonv1.SyncedCondition) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+	return unsyncedRequests(ctx, r.Client, &workspacesv1.WorkspaceDeploymentList{})
 }
 
 func requests(list []workspacesv1.WorkspaceDeployment, keep func(*workspacesv1.WorkspaceDeployment) bool) []reconcile.Request {

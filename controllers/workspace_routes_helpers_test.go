@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -44,13 +43,9 @@ const (
 const gatewayAPIVersion = "v1.6.3"
 
 func gatewayAPICRDs() ([]string, error) {
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		if err != nil {
-			return nil, fmt.Errorf("finding the Go module cache: %w", err)
-		}
-		cache = strings.TrimSpace(string(out))
+	cache, err := testenv.ModuleCache()
+	if err != nil {
+		return nil, err
 	}
 	dir := filepath.Join(cache, "sigs.k8s.io", "gateway-api@"+gatewayAPIVersion, "config", "crd")
 	files := []string{

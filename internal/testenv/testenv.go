@@ -192,6 +192,19 @@ func SharedK0rdentCRDDir(version string) (string, bool) {
 	return strings.Join(candidates, ", "), false
 }
 
+// ModuleCache is the Go module cache folder, where the CRDs of Flux and the
+// Gateway API come from.
+func ModuleCache() (string, error) {
+	if cache := os.Getenv("GOMODCACHE"); cache != "" {
+		return cache, nil
+	}
+	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+	if err != nil {
+		return "", fmt.Errorf("finding the Go module cache: %w", err)
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // FluxVersion is the Flux release whose CRDs the tests install (make
 // flux-crds downloads its controller modules).
 const FluxVersion = "v1.9.6"
@@ -199,13 +212,9 @@ const FluxVersion = "v1.9.6"
 // FluxCRDDirs returns the CRD folders of Flux's source-controller and
 // kustomize-controller in the Go module cache.
 func FluxCRDDirs() ([]string, error) {
-	cache := os.Getenv("GOMODCACHE")
-	if cache == "" {
-		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-		if err != nil {
-			return nil, fmt.Errorf("finding the Go module cache: %w", err)
-		}
-		cache = strings.TrimSpace(string(out))
+	cache, err := ModuleCache()
+	if err != nil {
+		return nil, err
 	}
 	var dirs []string
 	for _, c := range []string{"source-controller", "kustomize-controller"} {
