@@ -147,7 +147,8 @@ func TestArgsFollowValues(t *testing.T) {
 			"--leader-election-namespace=" + releaseNamespace, "--metrics-bind-address=:8080",
 			"--health-probe-bind-address=:8081", "--colony-concurrency=4", "--workspaceclass-concurrency=2",
 			"--workspacedeployment-concurrency=8", "--no-cross-namespace-refs=true",
-			"--zap-log-level=info", "--zap-encoder=json"},
+			"--zap-log-level=info", "--zap-encoder=json",
+			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system"},
 		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval"},
 	}, {
 		name: "every knob",
@@ -341,6 +342,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"writable root filesystem", map[string]any{"securityContext": map[string]any{"readOnlyRootFilesystem": false}}, []string{"/securityContext/readOnlyRootFilesystem"}},
 		{"privilege escalation", map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}, []string{"/securityContext/allowPrivilegeEscalation"}},
 		{"root pod", map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}, []string{"/podSecurityContext/runAsNonRoot"}},
+		{"bad gateway name", map[string]any{"workspaceAccess": map[string]any{"gateway": map[string]any{"name": "Not A Name"}}}, []string{"/workspaceAccess/gateway/name"}},
 		{"unknown delivery mode", map[string]any{"delivery": map[string]any{"mode": "flux"}}, []string{"/delivery/mode"}},
 		{"git mode without a repository", map[string]any{"delivery": map[string]any{"mode": "git"}}, []string{"/delivery/git"}},
 		{"bad git secret reference", map[string]any{"delivery": map[string]any{"git": map[string]any{"secretRef": "just-a-name"}}}, []string{"/delivery/git/secretRef"}},
