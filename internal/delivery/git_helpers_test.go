@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/gittestserver"
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/testr"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/testr"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
