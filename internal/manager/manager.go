@@ -14,7 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -57,6 +59,10 @@ type Options struct {
 	// repository (delivery.AnnotationGitRepository); its commit settings,
 	// recipients and checkout folder apply to every tenant's sink.
 	TenantGit *GitOptions
+	// SkipControllerNameValidation allows several managers in one process
+	// (the sandbox's test runs one per delivery mode); controller-runtime
+	// otherwise refuses a second controller of the same name.
+	SkipControllerNameValidation bool
 	// Logger is the root logger.
 	Logger logr.Logger
 
@@ -109,6 +115,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.SkipControllerNameValidation)},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)

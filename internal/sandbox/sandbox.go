@@ -160,14 +160,16 @@ func Run(ctx context.Context, opts Options) error {
 	managerDone := make(chan error, 1)
 	go func() {
 		managerDone <- manager.Run(ctx, manager.Options{
-			Git:                    gitOpts,
-			RestConfig:             cfg,
-			MetricsBindAddress:     "0",
-			HealthProbeBindAddress: "0",
-			Concurrency:            manager.DefaultConcurrency,
-			CRDCheckInterval:       time.Second,
-			NoCrossNamespaceRefs:   true,
-			Logger:                 ctrl.Log.WithName("apiary"),
+			Git: gitOpts,
+			// A test runs the sandbox once per mode in one process.
+			SkipControllerNameValidation: true,
+			RestConfig:                   cfg,
+			MetricsBindAddress:           "0",
+			HealthProbeBindAddress:       "0",
+			Concurrency:                  manager.DefaultConcurrency,
+			CRDCheckInterval:             time.Second,
+			NoCrossNamespaceRefs:         true,
+			Logger:                       ctrl.Log.WithName("apiary"),
 		})
 	}()
 	say("Apiary is running; applying the exalsius quick start (Ctrl-C stops everything)")
