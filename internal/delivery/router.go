@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
@@ -69,22 +68,27 @@ type Router struct {
 	// NewTenant makes the Git sink of a tenant.
 	NewTenant func(ctx context.Context, t Tenant) (*Git, error)
 
-	mu      sync.Mutex
-	ctx     context.Context
-	tenants map[Tenant]*Git
-	subs    map[string]chan event.GenericEvent
+	once    sync.Once
+	tenants *GitSet[Tenant]
 }
 
 var _ Sink = (*Router)(nil)
 
-// Start keeps the context that tenant sinks run with until ctx ends.
-func (r *Router) Start(ctx context.Context) error {
-	r.mu.Lock()
-	r.ctx = ctx
-	r.mu.Unlock()
-	<-ctx.Done()
-	return nil
+// set returns the tenants' sinks, fed with the default sink's notices.
+func (r *Router) set() *GitSet[Tenant] {
+	r.once.Do(func() {
+		r.tenants = &GitSet[Tenant]{New: r.NewTenant}
+		if g, ok := r.Default.(interface {
+			Subscribe(string) <-chan event.GenericEvent
+		}); ok {
+			r.tenants.Also = g
+		}
+	})
+	return r.tenants
 }
+
+// Start runs the tenant sinks until ctx ends.
+func (r *Router) Start(ctx context.Context) error { return r.set().Start(ctx) }
 
 // Mode is the mode of the default sink.
 func (r *Router) Mode() string { return r.Default.Mode() }
@@ -123,25 +127,7 @@ func (r *Router) Synced(ctx context.Context, reader client.Reader, owner Owner, 
 // Subscribe returns one channel per kind fed by the default sink and every
 // tenant sink, now and later.
 func (r *Router) Subscribe(kind string) <-chan event.GenericEvent {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.subs == nil {
-		r.subs = map[string]chan event.GenericEvent{}
-	}
-	if ch, ok := r.subs[kind]; ok {
-		return ch
-	}
-	ch := make(chan event.GenericEvent)
-	r.subs[kind] = ch
-	if g, ok := r.Default.(interface {
-		Subscribe(string) <-chan event.GenericEvent
-	}); ok {
-		go forward(g.Subscribe(kind), ch)
-	}
-	for _, g := range r.tenants {
-		go forward(g.Subscribe(kind), ch)
-	}
-	return ch
+	return r.set().Subscribe(kind)
 }
 
 // sinkFor returns the sink of a namespace's owners.
@@ -158,33 +144,11 @@ func (r *Router) sinkFor(ctx context.Context, namespace string) (Sink, error) {
 	if t == nil {
 		return r.Default, nil
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if g, ok := r.tenants[*t]; ok {
-		return g, nil
-	}
-	if r.ctx == nil {
-		return nil, errors.New("the delivery router has not started yet")
-	}
-	g, err := r.NewTenant(ctx, *t)
+	g, err := r.set().Get(ctx, *t)
 	if err != nil {
 		return nil, fmt.Errorf("namespace %s: Git delivery to GitRepository %s: %w", namespace, t.GitRepository, err)
 	}
-	if r.tenants == nil {
-		r.tenants = map[Tenant]*Git{}
-	}
-	r.tenants[*t] = g
-	for kind, ch := range r.subs {
-		go forward(g.Subscribe(kind), ch)
-	}
-	go func() { _ = g.Start(r.ctx) }()
 	return g, nil
-}
-
-func forward(from <-chan event.GenericEvent, to chan<- event.GenericEvent) {
-	for e := range from {
-		to <- e
-	}
 }
 
 var namespaceGVK = corev1.SchemeGroupVersion.WithKind("Namespace")
