@@ -97,6 +97,7 @@ type Git struct {
 	ownerRev map[ownerKey]string
 	ownerErr map[ownerKey]error
 	refused  map[ownerKey]bool // owners turned away before the clone opened
+	sweeps   []sweepRequest    // sweeps asked for before the clone opened
 	notifier notifier
 }
 

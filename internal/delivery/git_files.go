@@ -110,6 +110,24 @@ func fileOwnerOther(o Owner, data []byte) string {
 	return o.heldByOther(m.Metadata.Labels)
 }
 
+// fileOwner returns the Apiary owner that committed file content names in
+// its owner labels; false when it names none.
+func fileOwner(data []byte) (Owner, bool) {
+	if data == nil {
+		return Owner{}, false
+	}
+	var m fileMeta
+	if err := yaml.Unmarshal(stripComments(data), &m); err != nil {
+		return Owner{}, false
+	}
+	l := m.Metadata.Labels
+	kind, name := l[LabelOwnerKind], l[LabelOwnerName]
+	if kind == "" || name == "" {
+		return Owner{}, false
+	}
+	return Owner{Kind: kind, Namespace: l[LabelOwnerNamespace], Name: name}, true
+}
+
 // ownedBy reports whether committed file content carries o's owner labels.
 func ownedBy(o Owner, data []byte) bool {
 	var m fileMeta

@@ -60,11 +60,16 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 		if err == nil {
 			g.mu.Lock()
 			g.repo, g.head, g.headSHA, g.openErr = repo, files, repo.Head(), nil
-			refused := g.refused
-			g.refused = map[ownerKey]bool{}
+			refused, sweeps := g.refused, g.sweeps
+			g.refused, g.sweeps = map[ownerKey]bool{}, nil
 			g.mu.Unlock()
 			g.opts.Logger.Info("opened Git repository", "files", len(files), "head", repo.Head())
 			g.notifier.notify(refused)
+			for _, s := range sweeps {
+				if n := g.Sweep(s.kind, s.alive); n > 0 {
+					g.opts.Logger.Info("removing the files of owners that are gone", "kind", s.kind, "files", n)
+				}
+			}
 			return true
 		}
 		g.mu.Lock()

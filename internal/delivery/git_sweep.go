@@ -1,0 +1,63 @@
+package delivery
+
+// Sweep queues the removal of every file in the sink's path whose owner is
+// of kind and, by alive, no longer exists, e.g. a workspace deleted while
+// Apiary was not running; Flux then prunes its objects. alive is asked once
+// per owner and should say true when it cannot tell. A sweep asked for
+// before the clone opened runs once it opens. It returns how many files it
+// queued for removal.
+func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
+	g.mu.Lock()
+	if g.repo == nil {
+		g.sweeps = append(g.sweeps, sweepRequest{kind: kind, alive: alive})
+		g.mu.Unlock()
+		return 0
+	}
+	files := map[string][]byte{}
+	for path, data := range g.head {
+		files[path] = data
+	}
+	for path, p := range g.pending {
+		files[path] = p.data
+	}
+	g.mu.Unlock()
+
+	verdict := map[ownerKey]bool{}
+	var orphans []string
+	for path, data := range files {
+		o, ok := fileOwner(data)
+		if !ok || o.Kind != LabelValue(kind) {
+			continue
+		}
+		k := keyOf(o)
+		live, seen := verdict[k]
+		if !seen {
+			live = alive(o)
+			verdict[k] = live
+		}
+		if !live {
+			orphans = append(orphans, path)
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n := 0
+	for _, path := range orphans {
+		o, ok := fileOwner(g.current(path))
+		if live, asked := verdict[keyOf(o)]; !ok || !asked || live {
+			continue // changed meanwhile
+		}
+		g.queue(path, nil, keyOf(o))
+		n++
+	}
+	if n > 0 {
+		g.wake()
+	}
+	return n
+}
+
+// sweepRequest is a Sweep asked for before the clone opened.
+type sweepRequest struct {
+	kind  string
+	alive func(Owner) bool
+}
