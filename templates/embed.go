@@ -9,5 +9,5 @@ import "embed"
 // FS holds the built-in bundles, one top-level folder per bundle, named
 // after the bundle.
 //
-//go:embed all:colony-cluster all:workspace-serviceset all:workspace-prerequisite all:workspace-routes
+//go:embed all:colony-cluster all:workspace-serviceset all:workspace-prerequisite all:workspace-routes all:routes-kustomization
 var FS embed.FS
