@@ -72,7 +72,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
 		return 1
 	}
-	gatewayCRDs, err := gatewayAPICRDs()
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "Gateway API CRDs: %v\n", err)
 		return 1

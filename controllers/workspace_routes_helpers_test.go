@@ -2,9 +2,6 @@ package controllers_test
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -22,7 +19,6 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
-	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -36,31 +32,6 @@ const (
 	tenantDomain         = "tenant.example.com"
 	poolPort0, poolPort1 = 30022, 30023
 )
-
-// gatewayAPIVersion is the Gateway API release whose CRDs the tests install
-// from the Go module cache: the standard channel, and the experimental
-// channel's TCPRoute (which also serves v1alpha2).
-const gatewayAPIVersion = "v1.6.3"
-
-func gatewayAPICRDs() ([]string, error) {
-	cache, err := testenv.ModuleCache()
-	if err != nil {
-		return nil, err
-	}
-	dir := filepath.Join(cache, "sigs.k8s.io", "gateway-api@"+gatewayAPIVersion, "config", "crd")
-	files := []string{
-		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gatewayclasses.yaml"),
-		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gateways.yaml"),
-		filepath.Join(dir, "standard", "gateway.networking.k8s.io_httproutes.yaml"),
-		filepath.Join(dir, "experimental", "gateway.networking.k8s.io_tcproutes.yaml"),
-	}
-	for _, f := range files {
-		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("Gateway API CRD not found (go mod download sigs.k8s.io/gateway-api): %w", err)
-		}
-	}
-	return files, nil
-}
 
 var (
 	gwClientOnce sync.Once

@@ -226,3 +226,30 @@ func FluxCRDDirs() ([]string, error) {
 	}
 	return dirs, nil
 }
+
+// GatewayAPIVersion is the Gateway API release whose CRDs the tests install
+// from the Go module cache; the module is one of Apiary's dependencies.
+const GatewayAPIVersion = "v1.6.3"
+
+// GatewayAPICRDs returns the CRD files a regional cluster of the tests
+// serves: the standard channel's GatewayClass, Gateway and HTTPRoute, and
+// the experimental channel's TCPRoute (which also serves v1alpha2).
+func GatewayAPICRDs() ([]string, error) {
+	cache, err := ModuleCache()
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(cache, "sigs.k8s.io", "gateway-api@"+GatewayAPIVersion, "config", "crd")
+	files := []string{
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gatewayclasses.yaml"),
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_gateways.yaml"),
+		filepath.Join(dir, "standard", "gateway.networking.k8s.io_httproutes.yaml"),
+		filepath.Join(dir, "experimental", "gateway.networking.k8s.io_tcproutes.yaml"),
+	}
+	for _, f := range files {
+		if _, err := os.Stat(f); err != nil {
+			return nil, fmt.Errorf("Gateway API CRD not found (go mod download sigs.k8s.io/gateway-api): %w", err)
+		}
+	}
+	return files, nil
+}
