@@ -13,7 +13,7 @@ import (
 // gitFlags are the command-line settings of Git delivery.
 type gitFlags struct {
 	delivery                             string
-	url, branch, path                    string
+	url, branch, path, routesPath        string
 	secret, gitRepository, kustomization string
 	signingKey                           string
 	authorName, authorEmail, message     string
@@ -29,6 +29,8 @@ func (f *gitFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.url, "git-url", "", "Git delivery: repository URL (or use --git-repository).")
 	fs.StringVar(&f.branch, "git-branch", "", "Git delivery: branch to commit to (default main, or the GitRepository's).")
 	fs.StringVar(&f.path, "git-path", "apiary", "Git delivery: folder of the repository Apiary owns.")
+	fs.StringVar(&f.routesPath, "git-routes-path", "",
+		"Git delivery: folder of workspaces' access routes, one folder per regional cluster, applied there by Flux (default <git-path>-routes; must not overlap --git-path).")
 	fs.StringVar(&f.secret, "git-secret", "",
 		"Git delivery: <namespace>/<name> of a Secret with credentials in Flux's format (username/password, bearerToken, or identity with known_hosts).")
 	fs.StringVar(&f.gitRepository, "git-repository", "",
@@ -58,7 +60,7 @@ func (f *gitFlags) options() (git, tenants *manager.GitOptions, err error) {
 		return nil, nil, fmt.Errorf("--delivery must be direct or git, not %q", f.delivery)
 	}
 	o := &manager.GitOptions{
-		URL: f.url, Branch: f.branch, Path: f.path,
+		URL: f.url, Branch: f.branch, Path: f.path, RoutesPath: f.routesPath,
 		AuthorName: f.authorName, AuthorEmail: f.authorEmail, CommitMessage: f.message,
 		CommitWindow: f.window, CheckoutDir: f.checkoutDir,
 	}

@@ -95,13 +95,19 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		b = b.WatchesRawSource(source.Channel(g.Subscribe("WorkspaceDeployment"), &handler.EnqueueRequestForObject{})).
 			Watches(kustomizationObject(), handler.EnqueueRequestsFromMapFunc(r.unsyncedWorkspaces))
 	}
+	if g, ok := r.RouteSinks.(interface {
+		Subscribe(string) <-chan event.GenericEvent
+	}); ok {
+		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesOwnerKind), &handler.EnqueueRequestForObject{}))
+	}
 	return b.Complete(r)
 }
 
 // unsyncedWorkspaces maps a change of a Flux Kustomization to the workspaces
-// whose last commit Flux has not been seen to apply.
-func (r *WorkspaceDeploymentReconciler) unsyncedWorkspaces(ctx context.Context, _ client.Object) []reconcile.Request {
-	return unsyncedRequests(ctx, r.Client, &workspacesv1.WorkspaceDeploymentList{})
+// whose last commit Flux has not been seen to apply, and to those whose
+// routes wait for Flux.
+func (r *WorkspaceDeploymentReconciler) unsyncedWorkspaces(ctx context.Context, o client.Object) []reconcile.Request {
+	return append(unsyncedRequests(ctx, r.Client, &workspacesv1.WorkspaceDeploymentList{}), r.routesAwaitingFlux(ctx, o)...)
 }
 
 func requests(list []workspacesv1.WorkspaceDeployment, keep func(*workspacesv1.WorkspaceDeployment) bool) []reconcile.Request {

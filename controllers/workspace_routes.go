@@ -16,6 +16,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/delivery"
 )
 
 // routeAccess publishes a Running workspace's access endpoints on the
@@ -70,6 +71,11 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 			message: fmt.Sprintf("rendering the routes: %s", err), requeue: routeInfraResync}), nil
 	}
 	applied, block := r.deliverRoutes(ctx, obj, v, objs, digest)
+	if block == nil {
+		if wait := r.routesAwaitFlux(ctx, obj, v, digest); wait != "" {
+			return r.routesAwaiting(obj, routes, wait), nil
+		}
+	}
 	entries, readBlock := r.accessEntries(ctx, obj, v, routes, applied)
 	if block == nil {
 		block = readBlock
@@ -234,7 +240,11 @@ func (r *WorkspaceDeploymentReconciler) deliverRoutes(ctx context.Context, obj *
 		d.Digest = ""
 		return true, routingError("delivering the routes to regional cluster %s: %s", v.cluster, err)
 	}
-	d.Digest = digest
+	// Changes waiting for a Git commit are handed over again until they are
+	// committed, which tells their revision.
+	if res == nil || !res.Pending {
+		d.Digest = digest
+	}
 	return true, nil
 }
 
@@ -268,6 +278,8 @@ func (r *WorkspaceDeploymentReconciler) accessEntries(ctx context.Context, obj *
 			case err != nil:
 				e.Message = err.Error()
 				block = routingError("%s", err)
+			case st == nil && obj.Status.Routes.Delivery.Mode == delivery.ModeGit:
+				e.Message = fmt.Sprintf("the route is missing on regional cluster %s although Flux applied its commit; Flux restores it at its next reconciliation", v.cluster)
 			case st == nil:
 				e.Message = fmt.Sprintf("the route is missing on regional cluster %s; it is applied again", v.cluster)
 				obj.Status.Routes.Delivery.Digest = "" // deliver again on the next reconcile

@@ -139,9 +139,20 @@ func (s *routeSweeper) Start(ctx context.Context) error {
 	}
 }
 
-// trigger asks for a sweep of one regional cluster; requests coalesce.
+// gitSweeper is implemented by route sinks that commit routes to Git:
+// they sweep the files of the workspaces that are gone, and Flux prunes.
+type gitSweeper interface {
+	Sweep(ctx context.Context, regional types.NamespacedName, alive func(delivery.Owner) bool) (int, error)
+}
+
+// trigger asks for a sweep of one regional cluster; requests coalesce. In
+// Git mode the workspace's deletion removed its files, so only the sweep at
+// start is needed.
 func (s *routeSweeper) trigger(key types.NamespacedName) {
 	if s == nil {
+		return
+	}
+	if _, git := s.r.RouteSinks.(gitSweeper); git {
 		return
 	}
 	s.mu.Lock()
@@ -177,6 +188,18 @@ func (s *routeSweeper) sweepAll(ctx context.Context) {
 // unreachable cluster is skipped: the next sweep looks again.
 func (s *routeSweeper) sweep(ctx context.Context, key types.NamespacedName) {
 	logger := sweepLog.WithValues("regionalCluster", key)
+	if g, ok := s.r.RouteSinks.(gitSweeper); ok {
+		n, err := g.Sweep(ctx, key, func(o delivery.Owner) bool {
+			err := s.r.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, &workspacesv1.WorkspaceDeployment{})
+			return !apierrors.IsNotFound(err)
+		})
+		if err != nil {
+			logger.Error(err, "sweeping the routes of workspaces that are gone from Git")
+		} else if n > 0 {
+			logger.Info("removing from Git the routes of workspaces that are gone", "files", n)
+		}
+		return
+	}
 	c, err := s.r.Children.Client(ctx, key)
 	if err != nil {
 		logger.V(1).Info("skipping the sweep of an unreachable regional cluster", "error", err.Error())

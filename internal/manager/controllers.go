@@ -69,7 +69,7 @@ func (d *deps) controllers() []controllerSetup {
 					NoCrossNamespaceRefs: opts.NoCrossNamespaceRefs,
 					Settings:             d.settings(opts),
 					Gateway:              types.NamespacedName{Namespace: opts.WorkspaceGatewayNamespace, Name: opts.WorkspaceGatewayName},
-					RouteSinks:           controllers.NewDirectRouteSinks(d.children),
+					RouteSinks:           d.routes,
 				}
 				if err := wsd.SetupWithManager(mgr, controllers.WorkspaceDeploymentReconcilerOptions{
 					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/controllers"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/render"
@@ -27,6 +28,8 @@ type deps struct {
 	sink     delivery.Sink
 	git      bool // sink is the Git sink
 	children *childcluster.Manager
+	// routes delivers workspaces' routes to regional clusters.
+	routes controllers.RouteSinks
 }
 
 func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
@@ -41,6 +44,7 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	d := &deps{bundles: bundles, children: children}
 	if opts.Git == nil {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()})
+		d.routes = controllers.NewDirectRouteSinks(children)
 	} else {
 		g, err := newGitSink(context.Background(), mgr, *opts.Git)
 		if err != nil {
@@ -50,6 +54,14 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 			return nil, fmt.Errorf("adding the Git sink: %w", err)
 		}
 		d.sink, d.git = g, true
+		routes, err := d.newRouteSinks(context.Background(), mgr, *opts.Git, g, d.settings(opts))
+		if err != nil {
+			return nil, fmt.Errorf("configuring Git delivery of workspace routes: %w", err)
+		}
+		if err := mgr.Add(routes); err != nil {
+			return nil, fmt.Errorf("adding the route sinks: %w", err)
+		}
+		d.routes = routes
 	}
 	if opts.TenantGit != nil {
 		router := &delivery.Router{Default: d.sink, Reader: mgr.GetCache(), NewTenant: func(ctx context.Context, t delivery.Tenant) (*delivery.Git, error) {

@@ -50,6 +50,11 @@ type GitOptions struct {
 	CommitWindow time.Duration
 	// CheckoutDir holds the persistent clone (a temporary folder when empty).
 	CheckoutDir string
+	// RoutesPath is the folder of the repository that holds workspaces'
+	// routes, one folder per regional cluster ("<Path>-routes" when
+	// empty). It must not overlap Path: Flux applies it to the regional
+	// clusters, not to the management cluster.
+	RoutesPath string
 	// AgeRecipients are the age public keys Secrets are encrypted for with
 	// SOPS. Without any, Secrets are refused.
 	AgeRecipients []string
@@ -80,33 +85,43 @@ var gitRepositoryKind = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io
 // newGitSink builds the Git sink from the options, reading the Flux
 // GitRepository and the credentials Secret once, with the uncached reader.
 func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.Git, error) {
+	opts, err := gitSinkOptions(ctx, mgr, o)
+	if err != nil {
+		return nil, err
+	}
+	return delivery.NewGit(opts)
+}
+
+// gitSinkOptions are the options of a Git sink that delivers to the
+// management cluster.
+func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delivery.GitOptions, error) {
 	reader := mgr.GetAPIReader()
 	if o.GitRepositoryRef != nil {
 		if err := fromGitRepository(ctx, reader, &o); err != nil {
-			return nil, err
+			return delivery.GitOptions{}, err
 		}
 	}
 	if o.URL == "" {
-		return nil, errors.New("git delivery needs a repository URL or a Flux GitRepository")
+		return delivery.GitOptions{}, errors.New("git delivery needs a repository URL or a Flux GitRepository")
 	}
 	auth, err := gitAuth(ctx, reader, o)
 	if err != nil {
-		return nil, err
+		return delivery.GitOptions{}, err
 	}
 	enc := o.Encrypter
 	if enc == nil {
 		if enc, err = newSealer(ctx, mgr.GetClient(), reader, o.AgeRecipients, o.SaltSecretRef); err != nil {
-			return nil, err
+			return delivery.GitOptions{}, err
 		}
 	}
 	signer, err := signingKey(ctx, reader, o.SigningKeySecretRef)
 	if err != nil {
-		return nil, err
+		return delivery.GitOptions{}, err
 	}
 	dir := o.CheckoutDir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "apiary-git-"); err != nil {
-			return nil, fmt.Errorf("creating the checkout folder: %w", err)
+			return delivery.GitOptions{}, fmt.Errorf("creating the checkout folder: %w", err)
 		}
 	}
 	repo := gitrepo.Options{
@@ -115,7 +130,7 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 		SigningKey: signer,
 		Author:     gitrepo.Author{Name: defaultString(o.AuthorName, "Apiary"), Email: defaultString(o.AuthorEmail, "apiary@exalsius.ai")},
 	}
-	return delivery.NewGit(delivery.GitOptions{
+	return delivery.GitOptions{
 		Repo:      repo,
 		Mapper:    mgr.GetRESTMapper(),
 		Reader:    mgr.GetClient(),
@@ -129,7 +144,7 @@ func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.
 			Client:        mgr.GetClient(),
 		},
 		Logger: mgr.GetLogger().WithName("git"),
-	})
+	}, nil
 }
 
 // fromGitRepository fills URL, branch and Secret from a Flux GitRepository.
