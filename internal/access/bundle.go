@@ -70,14 +70,7 @@ func (in RoutesInput) Request() render.Request {
 		}
 		routes = append(routes, m)
 	}
-	labels := make(map[string]any, len(in.Labels))
-	for k, v := range in.Labels {
-		labels[k] = v
-	}
-	operator := in.Operator
-	if operator == nil {
-		operator = map[string]any{}
-	}
+	labels, operator := inputMaps(in.Labels, in.Operator)
 	return render.Request{ReleaseName: in.Workspace.Name, Namespace: in.Namespace, Input: map[string]any{
 		"workspace":          map[string]any{"name": in.Workspace.Name, "namespace": in.Workspace.Namespace, "uid": in.UID},
 		"namespace":          in.Namespace,
@@ -87,4 +80,17 @@ func (in RoutesInput) Request() render.Request {
 		"routes":             routes,
 		"operator":           operator,
 	}}
+}
+
+// inputMaps returns labels as a map of any, as templates see it, and the
+// operator settings, empty when nil.
+func inputMaps(labels map[string]string, operator map[string]any) (map[string]any, map[string]any) {
+	out := make(map[string]any, len(labels))
+	for k, v := range labels {
+		out[k] = v
+	}
+	if operator == nil {
+		operator = map[string]any{}
+	}
+	return out, operator
 }

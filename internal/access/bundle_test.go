@@ -13,15 +13,21 @@ import (
 
 func renderRoutes(t *testing.T, in RoutesInput) ([]*unstructured.Unstructured, error) {
 	t.Helper()
+	return renderBundle(t, RoutesBundle, in.Request())
+}
+
+// renderBundle renders a built-in bundle.
+func renderBundle(t *testing.T, name string, req render.Request) ([]*unstructured.Unstructured, error) {
+	t.Helper()
 	reg, err := render.NewRegistry("")
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := reg.Get(RoutesBundle)
+	b, err := reg.Get(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := b.Render(in.Request())
+	out, err := b.Render(req)
 	if err != nil {
 		return nil, err
 	}

@@ -48,14 +48,7 @@ type KustomizationInput struct {
 // Request is the render request of the routes-kustomization bundle; its
 // README documents the input.
 func (in KustomizationInput) Request() render.Request {
-	labels := make(map[string]any, len(in.Labels))
-	for k, v := range in.Labels {
-		labels[k] = v
-	}
-	operator := in.Operator
-	if operator == nil {
-		operator = map[string]any{}
-	}
+	labels, operator := inputMaps(in.Labels, in.Operator)
 	return render.Request{ReleaseName: in.Kustomization.Name, Namespace: in.Kustomization.Namespace, Input: map[string]any{
 		"name":             in.Kustomization.Name,
 		"namespace":        in.Kustomization.Namespace,

@@ -7,8 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/apiaryhq/apiary/internal/render"
 )
 
 func kustomizationInput() KustomizationInput {
@@ -25,24 +23,16 @@ func kustomizationInput() KustomizationInput {
 
 func renderKustomization(t *testing.T, in KustomizationInput, values map[string]any) (*unstructured.Unstructured, error) {
 	t.Helper()
-	reg, err := render.NewRegistry("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := reg.Get(RoutesKustomizationBundle)
-	if err != nil {
-		t.Fatal(err)
-	}
 	req := in.Request()
 	req.Values = values
-	out, err := b.Render(req)
+	objs, err := renderBundle(t, RoutesKustomizationBundle, req)
 	if err != nil {
 		return nil, err
 	}
-	if len(out.Objects) != 1 {
-		t.Fatalf("want one object, got %d", len(out.Objects))
+	if len(objs) != 1 {
+		t.Fatalf("want one object, got %d", len(objs))
 	}
-	return out.Objects[0], nil
+	return objs[0], nil
 }
 
 func TestRoutesKustomizationBundle(t *testing.T) {

@@ -19,7 +19,7 @@ type Current struct {
 }
 
 var (
-	_ client.Reader    = (*Current)(nil)
+	_ client.Reader   = (*Current)(nil)
 	_ meta.RESTMapper = (*Current)(nil)
 )
 

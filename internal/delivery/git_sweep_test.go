@@ -30,8 +30,6 @@ func TestGitSweep_RemovesTheFilesOfOwnersThatAreGone(t *testing.T) {
 			return out
 		}
 	}
-	g.Eventually(func() error { _, err := s.Apply(context.Background(), live, set("l1")(), nil); return err }).
-		WithTimeout(20 * time.Second).Should(Succeed())
 	applyUntilCommitted(t, s, live, set("l1"), nil)
 	applyUntilCommitted(t, s, gone, set("g1", "g2"), nil)
 	applyUntilCommitted(t, s, other, set("o1"), nil)
@@ -65,8 +63,6 @@ func TestGitSweep_BeforeOpenRunsOnceOpen(t *testing.T) {
 	srv := startGitServer(t)
 	first := startGit(t, srv, nil)
 	gone := testOwner(ns, "gone")
-	g.Eventually(func() error { _, err := first.Apply(context.Background(), gone, []*unstructured.Unstructured{configMap(ns, "g1", nil)}, nil); return err }).
-		WithTimeout(20 * time.Second).Should(Succeed())
 	applyUntilCommitted(t, first, gone, func() []*unstructured.Unstructured { return []*unstructured.Unstructured{configMap(ns, "g1", nil)} }, nil)
 
 	// A second sink on the same repository, swept before it starts.
