@@ -10,15 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -43,10 +42,7 @@ var (
 func regionalClient(t *testing.T) client.Client {
 	t.Helper()
 	gwClientOnce.Do(func() {
-		s := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(s)
-		_ = gatewayv1.Install(s)
-		c, err := client.New(regional.Config, client.Options{Scheme: s})
+		c, err := testenv.GatewayClient(regional.Config)
 		if err != nil {
 			t.Fatalf("regional client: %v", err)
 		}
@@ -60,30 +56,14 @@ func regionalClient(t *testing.T) client.Client {
 func tenantGateway(t *testing.T) {
 	t.Helper()
 	gatewayOnce.Do(func() {
-		ctx := context.Background()
-		c := regionalClient(t)
-		if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: access.DefaultGatewayNamespace}}); err != nil {
-			t.Fatalf("creating namespace: %v", err)
-		}
-		gw := &gatewayv1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName},
-			Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio", Listeners: []gatewayv1.Listener{
-				{Name: "ssh-1", Protocol: gatewayv1.TCPProtocolType, Port: poolPort1},
-				{Name: "https", Protocol: gatewayv1.HTTPSProtocolType, Port: 443, Hostname: ptr.To(gatewayv1.Hostname("*." + tenantDomain)),
-					TLS: &gatewayv1.ListenerTLSConfig{CertificateRefs: []gatewayv1.SecretObjectReference{{Name: "wildcard"}}}},
-				{Name: "ssh-0", Protocol: gatewayv1.TCPProtocolType, Port: poolPort0},
-			}},
-		}
-		if err := c.Create(ctx, gw); err != nil {
-			t.Fatalf("creating Gateway: %v", err)
-		}
-		gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed",
-			Message: "by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: gw.Generation}}
-		if err := c.Status().Update(ctx, gw); err != nil {
-			t.Fatalf("programming Gateway: %v", err)
+		gw := testenv.TenantGateway{Key: defaultGateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": poolPort0, "ssh-1": poolPort1}}
+		if err := gw.Create(context.Background(), regionalClient(t)); err != nil {
+			t.Fatal(err)
 		}
 	})
 }
+
+var defaultGateway = types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}
 
 // kofCluster creates a ClusterDeployment the stand-in makes ready, with
 // labels and annotations, and waits for it and its kubeconfig Secret.
@@ -165,35 +145,7 @@ func accessEntry(g Gomega, w *workspacesv1.WorkspaceDeployment, name string) wor
 // acceptRoutes plays the gateway controller for the routes of a workspace:
 // Accepted and ResolvedRefs on their parent, the tenant Gateway.
 func acceptRoutes(g Gomega, workspace string) {
-	ctx := context.Background()
-	c := gwClient
-	ns := "ws-" + workspace
-	parent := func(section *gatewayv1.SectionName) gatewayv1.RouteParentStatus {
-		now := metav1.Now()
-		return gatewayv1.RouteParentStatus{
-			ParentRef: gatewayv1.ParentReference{Name: access.DefaultGatewayName,
-				Namespace: ptr.To(gatewayv1.Namespace(access.DefaultGatewayNamespace)), SectionName: section},
-			ControllerName: "example.com/test-gateway",
-			Conditions: []metav1.Condition{
-				{Type: "Accepted", Status: metav1.ConditionTrue, Reason: "Accepted", Message: "ok", LastTransitionTime: now},
-				{Type: "ResolvedRefs", Status: metav1.ConditionTrue, Reason: "ResolvedRefs", Message: "ok", LastTransitionTime: now},
-			},
-		}
-	}
-	https := &gatewayv1.HTTPRouteList{}
-	g.Expect(c.List(ctx, https, client.InNamespace(ns))).To(Succeed())
-	for i := range https.Items {
-		r := &https.Items[i]
-		r.Status.Parents = []gatewayv1.RouteParentStatus{parent(nil)}
-		g.Expect(c.Status().Update(ctx, r)).To(Succeed())
-	}
-	tcps := &gatewayv1.TCPRouteList{}
-	g.Expect(c.List(ctx, tcps, client.InNamespace(ns))).To(Succeed())
-	for i := range tcps.Items {
-		r := &tcps.Items[i]
-		r.Status.Parents = []gatewayv1.RouteParentStatus{parent(r.Spec.ParentRefs[0].SectionName)}
-		g.Expect(c.Status().Update(ctx, r)).To(Succeed())
-	}
+	g.Expect(testenv.AcceptRoutes(context.Background(), gwClient, defaultGateway, "ws-"+workspace)).To(Succeed())
 }
 
 // tcpRoute reads a workspace's TCPRoute on the regional cluster.
