@@ -121,7 +121,8 @@ func (s *GitRouteSinks) kustomization(regional types.NamespacedName) types.Names
 
 // declare renders a regional cluster's Kustomization once and hands it to
 // Main at every call: unchanged, that costs no Git or API request, and it
-// reports the error of a failed commit.
+// reports the error of a failed commit. Calls are serialised: handing over
+// is quick and keeps one inventory per regional cluster.
 func (s *GitRouteSinks) declare(ctx context.Context, regional types.NamespacedName) error {
 	if s.Source.Name == "" {
 		err := s.SourceErr
@@ -132,26 +133,24 @@ func (s *GitRouteSinks) declare(ctx context.Context, regional types.NamespacedNa
 			"(set --git-repository, or --git-kustomization to one with a sourceRef): %w", err)
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	d := s.declared[regional]
-	s.mu.Unlock()
 	if d == nil {
 		objs, err := s.render(regional)
 		if err != nil {
 			return fmt.Errorf("rendering the Flux Kustomization of regional cluster %s: %w", regional, err)
 		}
 		d = &declaredKustomization{objs: objs}
+		if s.declared == nil {
+			s.declared = map[types.NamespacedName]*declaredKustomization{}
+		}
+		s.declared[regional] = d
 	}
 	owner := delivery.Owner{Kind: regionalRoutesOwnerKind, Namespace: regional.Namespace, Name: regional.Name}
 	res, err := s.Main.Apply(ctx, owner, d.objs, d.inventory)
 	if res != nil && res.Inventory != nil {
 		d.inventory = res.Inventory
 	}
-	s.mu.Lock()
-	if s.declared == nil {
-		s.declared = map[types.NamespacedName]*declaredKustomization{}
-	}
-	s.declared[regional] = d
-	s.mu.Unlock()
 	if err != nil {
 		return fmt.Errorf("committing the Flux Kustomization %s of regional cluster %s: %w", s.kustomization(regional), regional, err)
 	}
