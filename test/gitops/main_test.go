@@ -18,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/secrets/sopsenc"
 	"github.com/apiaryhq/apiary/internal/testenv"
@@ -38,10 +40,17 @@ const (
 )
 
 var (
-	env, child *testenv.Environment
-	flux       *testenv.Flux
-	gitServer  *testenv.GitServer
+	env, child, regional *testenv.Environment
+	// regionalClient reaches the regional control plane, with the Gateway
+	// API's types.
+	regionalClient client.Client
+	flux           *testenv.Flux
+	gitServer      *testenv.GitServer
 )
+
+// regionalAnnotation on a ClusterDeployment makes the stand-in write a
+// kubeconfig of the regional control plane.
+const regionalAnnotation = "test.apiary.dev/regional"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -76,7 +85,28 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail("child kubeconfig", err)
 	}
-	if _, _, err := standin.Run(ctx, env.Config, &standin.StandIn{ChildKubeconfig: childKubeconfig}); err != nil {
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		return fail("finding the Gateway API CRDs", err)
+	}
+	if regional, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(gatewayCRDs...)); err != nil {
+		return fail("starting the regional control plane", err)
+	}
+	defer func() { _ = regional.Stop() }()
+	regionalKubeconfig, err := regional.Kubeconfig()
+	if err != nil {
+		return fail("regional kubeconfig", err)
+	}
+	if regionalClient, err = testenv.GatewayClient(regional.Config); err != nil {
+		return fail("regional client", err)
+	}
+	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
+		if cd.Annotations[regionalAnnotation] == "true" {
+			return regionalKubeconfig
+		}
+		return childKubeconfig
+	}}
+	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
 		return fail("starting the stand-in", err)
 	}
 
