@@ -139,20 +139,20 @@ func (s *routeSweeper) Start(ctx context.Context) error {
 	}
 }
 
-// gitSweeper is implemented by route sinks that commit routes to Git:
-// they sweep the files of the workspaces that are gone, and Flux prunes.
-type gitSweeper interface {
-	Sweep(ctx context.Context, regional types.NamespacedName, alive func(delivery.Owner) bool) (int, error)
+// sweepOnOpen is implemented by route sinks that sweep a regional
+// cluster's routes on their own when they open it, such as GitRouteSinks.
+type sweepOnOpen interface {
+	Open(ctx context.Context, regional types.NamespacedName) error
 }
 
 // trigger asks for a sweep of one regional cluster; requests coalesce. In
-// Git mode the workspace's deletion removed its files, so only the sweep at
-// start is needed.
+// Git mode a workspace's deletion removed its files, so there is nothing
+// to sweep after it.
 func (s *routeSweeper) trigger(key types.NamespacedName) {
 	if s == nil {
 		return
 	}
-	if _, git := s.r.RouteSinks.(gitSweeper); git {
+	if _, ok := s.r.RouteSinks.(sweepOnOpen); ok {
 		return
 	}
 	s.mu.Lock()
@@ -188,15 +188,9 @@ func (s *routeSweeper) sweepAll(ctx context.Context) {
 // unreachable cluster is skipped: the next sweep looks again.
 func (s *routeSweeper) sweep(ctx context.Context, key types.NamespacedName) {
 	logger := sweepLog.WithValues("regionalCluster", key)
-	if g, ok := s.r.RouteSinks.(gitSweeper); ok {
-		n, err := g.Sweep(ctx, key, func(o delivery.Owner) bool {
-			err := s.r.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, &workspacesv1.WorkspaceDeployment{})
-			return !apierrors.IsNotFound(err)
-		})
-		if err != nil {
-			logger.Error(err, "sweeping the routes of workspaces that are gone from Git")
-		} else if n > 0 {
-			logger.Info("removing from Git the routes of workspaces that are gone", "files", n)
+	if o, ok := s.r.RouteSinks.(sweepOnOpen); ok {
+		if err := o.Open(ctx, key); err != nil {
+			logger.Error(err, "opening the Git folder of a regional cluster's routes to sweep it")
 		}
 		return
 	}
@@ -222,8 +216,8 @@ func (s *routeSweeper) sweep(ctx context.Context, key types.NamespacedName) {
 		}
 		for i := range list.Items {
 			o := &list.Items[i]
-			owner := types.NamespacedName{Namespace: o.Labels[delivery.LabelOwnerNamespace], Name: o.Labels[delivery.LabelOwnerName]}
-			if !apierrors.IsNotFound(s.r.Get(ctx, owner, &workspacesv1.WorkspaceDeployment{})) || !o.DeletionTimestamp.IsZero() {
+			owner := delivery.Owner{Namespace: o.Labels[delivery.LabelOwnerNamespace], Name: o.Labels[delivery.LabelOwnerName]}
+			if workspaceExists(ctx, s.r.Client, owner) || !o.DeletionTimestamp.IsZero() {
 				continue
 			}
 			uid := o.UID
@@ -231,7 +225,20 @@ func (s *routeSweeper) sweep(ctx context.Context, key types.NamespacedName) {
 				logger.Error(err, "deleting an orphaned route object", "kind", gvk.Kind, "object", client.ObjectKeyFromObject(o))
 				continue
 			}
-			logger.Info("deleted an orphaned route object", "kind", gvk.Kind, "object", client.ObjectKeyFromObject(o), "workspace", owner)
+			logger.Info("deleted an orphaned route object", "kind", gvk.Kind, "object", client.ObjectKeyFromObject(o), "workspace", owner.Namespace+"/"+owner.Name)
 		}
 	}
+}
+
+// workspaceExists reports whether the workspace a route owner names exists;
+// true when the cache cannot tell, so that nothing is swept by mistake.
+func workspaceExists(ctx context.Context, c client.Reader, o delivery.Owner) bool {
+	err := c.Get(ctx, types.NamespacedName{Namespace: o.Namespace, Name: o.Name}, &workspacesv1.WorkspaceDeployment{})
+	return !apierrors.IsNotFound(err)
+}
+
+// WorkspaceExists is workspaceExists for route sinks that sweep on their
+// own, such as GitRouteSinks.
+func WorkspaceExists(c client.Reader) func(delivery.Owner) bool {
+	return func(o delivery.Owner) bool { return workspaceExists(context.Background(), c, o) }
 }

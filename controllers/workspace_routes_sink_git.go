@@ -45,6 +45,10 @@ type GitRouteSinks struct {
 	Path string
 	// Settings are the operator settings bundles see as .Input.operator.
 	Settings map[string]any
+	// Alive tells whether the workspace of a route owner exists; the
+	// files of those that do not are swept from a regional cluster's
+	// folder once its sink opens, and Flux prunes their objects.
+	Alive func(delivery.Owner) bool
 	// NewSink makes the Git sink of a regional cluster's folder, whose
 	// Flux Kustomization is ks.
 	NewSink func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error)
@@ -68,7 +72,11 @@ var _ RouteSinks = (*GitRouteSinks)(nil)
 func (s *GitRouteSinks) sinks() *delivery.GitSet[types.NamespacedName] {
 	s.once.Do(func() {
 		s.set = &delivery.GitSet[types.NamespacedName]{New: func(ctx context.Context, regional types.NamespacedName) (*delivery.Git, error) {
-			return s.NewSink(ctx, regional, s.folder(regional), s.kustomization(regional))
+			g, err := s.NewSink(ctx, regional, s.folder(regional), s.kustomization(regional))
+			if err == nil && s.Alive != nil {
+				g.Sweep(routesOwnerKind, s.Alive) // runs once the clone is open
+			}
+			return g, err
 		}}
 	})
 	return s.set
@@ -99,14 +107,12 @@ func (s *GitRouteSinks) For(ctx context.Context, regional types.NamespacedName) 
 	return g, nil
 }
 
-// Sweep removes from a regional cluster's folder the routes of workspaces
-// that no longer exist; Flux prunes them from the cluster.
-func (s *GitRouteSinks) Sweep(ctx context.Context, regional types.NamespacedName, alive func(delivery.Owner) bool) (int, error) {
-	g, err := s.sinks().Get(ctx, regional)
-	if err != nil {
-		return 0, err
-	}
-	return g.Sweep(routesOwnerKind, alive), nil
+// Open makes and starts the Git sink of a regional cluster, which sweeps
+// its folder once open, without committing its Kustomization: the sweep at
+// start reaches regional clusters whose workspaces are all gone.
+func (s *GitRouteSinks) Open(ctx context.Context, regional types.NamespacedName) error {
+	_, err := s.sinks().Get(ctx, regional)
+	return err
 }
 
 // folder is the repository folder of a regional cluster's routes.

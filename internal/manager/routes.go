@@ -39,7 +39,8 @@ func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions
 	if err != nil {
 		return nil, err
 	}
-	s := &controllers.GitRouteSinks{Main: main, Bundles: d.bundles, Path: folder, Settings: settings}
+	s := &controllers.GitRouteSinks{Main: main, Bundles: d.bundles, Path: folder, Settings: settings,
+		Alive: controllers.WorkspaceExists(mgr.GetClient())}
 	s.Source, s.SourceErr = fluxSource(ctx, mgr, o)
 	s.NewSink = func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error) {
 		ro := o

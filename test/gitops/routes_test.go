@@ -46,6 +46,15 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	readyCluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: "region-1", access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	readyCluster(t, ns, "gpu", map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)
+	// The routes of a workspace deleted while Apiary was away are in the
+	// regional cluster's folder: swept once its sink opens.
+	folder := routesPath + "/" + ns + "/regional/"
+	ghost := folder + "ws-ghost/httproute/web.yaml"
+	_, err := gitServer.Commit(repoName, branch, "routes of a workspace that is gone", map[string][]byte{ghost: []byte(
+		"apiVersion: gateway.networking.k8s.io/v1\nkind: HTTPRoute\nmetadata:\n  name: web\n  namespace: ws-ghost\n  labels:\n" +
+			"    " + delivery.LabelOwnerKind + ": WorkspaceRoutes\n    " + delivery.LabelOwnerNamespace + ": " + ns + "\n" +
+			"    " + delivery.LabelOwnerName + ": ghost\nspec:\n  hostnames: [ghost." + tenantDomain + "]\n")})
+	g.Expect(err).NotTo(HaveOccurred())
 
 	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "routed-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
 		DisplayName:     "routed",
@@ -69,13 +78,14 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
 
 	// Git holds the routes in the regional cluster's folder, and the
-	// Kustomization that applies them in Apiary's folder.
-	folder := routesPath + "/" + ns + "/regional/"
+	// Kustomization that applies them in Apiary's folder; the ghost is gone.
 	g.Eventually(func() string { return headFile(t, folder+"ws-nb/httproute/web.yaml") }, timeout, 250*time.Millisecond).
 		Should(ContainSubstring("nb." + tenantDomain))
 	g.Expect(headFile(t, folder+"ws-nb/tcproute/ssh.yaml")).To(ContainSubstring("sectionName: ssh-0"))
 	g.Expect(headFile(t, folder+"_cluster/namespace/ws-nb.yaml")).NotTo(BeEmpty())
 	g.Expect(headFile(t, folder+"kustomization.yaml")).To(ContainSubstring("ws-nb"))
+	g.Expect(headFile(t, ghost)).To(BeEmpty(), "the routes of a workspace that is gone were swept")
+	g.Expect(headFile(t, folder+"kustomization.yaml")).NotTo(ContainSubstring("ws-ghost"))
 	ks := headFile(t, objectFile(ns, "kustomization", "apiary-routes-regional"))
 	g.Expect(ks).To(ContainSubstring("path: ./" + routesPath + "/" + ns + "/regional"))
 	g.Expect(ks).To(ContainSubstring("name: regional-kubeconfig"))
@@ -108,7 +118,7 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	eventuallyGone(t, w)
 	g.Expect(headFile(t, folder+"ws-nb/httproute/web.yaml")).To(BeEmpty())
 	g.Expect(headFile(t, folder+"ws-nb/tcproute/ssh.yaml")).To(BeEmpty())
-	err := regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "web"}, &gatewayv1.HTTPRoute{})
+	err = regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "web"}, &gatewayv1.HTTPRoute{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HTTPRoute was pruned: %v", err)
 	g.Eventually(func() bool {
 		err := regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "ssh"}, &gatewayv1.TCPRoute{})
