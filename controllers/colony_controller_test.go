@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -69,6 +70,18 @@ func getColony(g Gomega, key client.ObjectKey) *infrav1.Colony {
 	c := &infrav1.Colony{}
 	g.Expect(env.Client.Get(context.Background(), key, c)).To(Succeed())
 	return c
+}
+
+// updateSpec re-reads obj, changes it with mutate and updates it, again
+// while the update conflicts with the controllers' status writes.
+func updateSpec[T client.Object](g Gomega, obj T, mutate func(T)) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return env.Client.Update(context.Background(), obj)
+	})).To(Succeed())
 }
 
 func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
@@ -166,17 +179,17 @@ func TestColonyEntriesAddedChangedRemoved(t *testing.T) {
 
 	// Added.
 	c := getColony(g, key)
-	c.Spec.ColonyClusters = append(c.Spec.ColonyClusters, entry("b"))
-	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	updateSpec(g, c, func(c *infrav1.Colony) { c.Spec.ColonyClusters = append(c.Spec.ColonyClusters, entry("b")) })
 	c = eventuallyReady(t, key)
 	g.Expect(c.Status.TotalClusters).To(BeEquivalentTo(2))
 	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-b"}, &k0rdentv1beta1.ClusterDeployment{})).To(Succeed())
 
 	// Changed: the new config reaches the ClusterDeployment.
-	c.Spec.ColonyClusters[0].ClusterDeploymentSpec.Raw = []byte(
-		`{"template":"exalsius-remote-cluster-0-1-5","credential":"remote-cred","config":{"controlPlaneNumber":3}}`)
-	c.Spec.ColonyClusters[0].ClusterLabels = map[string]string{"tier": "gold"}
-	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	updateSpec(g, c, func(c *infrav1.Colony) {
+		c.Spec.ColonyClusters[0].ClusterDeploymentSpec.Raw = []byte(
+			`{"template":"exalsius-remote-cluster-0-1-5","credential":"remote-cred","config":{"controlPlaneNumber":3}}`)
+		c.Spec.ColonyClusters[0].ClusterLabels = map[string]string{"tier": "gold"}
+	})
 	g.Eventually(func(g Gomega) {
 		cd := &k0rdentv1beta1.ClusterDeployment{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-a"}, cd)).To(Succeed())
@@ -185,9 +198,7 @@ func TestColonyEntriesAddedChangedRemoved(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 
 	// Removed: the ClusterDeployment is pruned and the Secret forgets it.
-	c = getColony(g, key)
-	c.Spec.ColonyClusters = c.Spec.ColonyClusters[1:]
-	g.Expect(env.Client.Update(ctx, c)).To(Succeed())
+	updateSpec(g, c, func(c *infrav1.Colony) { c.Spec.ColonyClusters = c.Spec.ColonyClusters[1:] })
 	g.Eventually(func() bool {
 		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-a"}, &k0rdentv1beta1.ClusterDeployment{})
 		return apierrors.IsNotFound(err)

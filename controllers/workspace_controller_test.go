@@ -202,9 +202,10 @@ func TestWorkspaceInPlaceUpdate(t *testing.T) {
 	key := client.ObjectKeyFromObject(wsd)
 	w := eventuallyRunning(t, key)
 
-	w.Spec.Values = rawJSON(`{"greeting":"bonjour"}`)
-	w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("3"))}}
-	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
+	updateSpec(g, w, func(w *workspacesv1.WorkspaceDeployment) {
+		w.Spec.Values = rawJSON(`{"greeting":"bonjour"}`)
+		w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("3"))}}
+	})
 	g.Eventually(func(g Gomega) {
 		vals := releaseValues(g, "ws-grow", w.Status.ServiceEntryName)
 		g.Expect(vals).To(HaveKeyWithValue("greeting", "bonjour"))
@@ -264,8 +265,7 @@ func TestWorkspaceDeletionOrderAndSuspend(t *testing.T) {
 	ssKey := client.ObjectKeyFromObject(serviceSetOf(g, w))
 
 	// Suspended, the workspace can still be deleted.
-	w.Spec.Suspend = true
-	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
+	updateSpec(g, w, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Suspend = true })
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
