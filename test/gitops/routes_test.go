@@ -41,6 +41,8 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "gitops-routes")
+	// Every cluster of the suite is the one child control plane, whose
+	// namespaces never finish terminating: workspace names are unique.
 	k0rdentFixtures(t, ns)
 	g.Expect(testenv.TenantGateway{Key: gateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": 30022}}.Create(ctx, regionalClient)).To(Succeed())
 	readyCluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: "region-1", access.ClusterRoleLabel: access.RoleRegional},
@@ -67,7 +69,7 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
 	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nb"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "routed"},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{
 			WorkspaceClassRef:    class.Name,
 			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "gpu", Namespace: ns},
@@ -79,11 +81,11 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 
 	// Git holds the routes in the regional cluster's folder, and the
 	// Kustomization that applies them in Apiary's folder; the ghost is gone.
-	g.Eventually(func() string { return headFile(t, folder+"ws-nb/httproute/web.yaml") }, timeout, 250*time.Millisecond).
-		Should(ContainSubstring("nb." + tenantDomain))
-	g.Expect(headFile(t, folder+"ws-nb/tcproute/ssh.yaml")).To(ContainSubstring("sectionName: ssh-0"))
-	g.Expect(headFile(t, folder+"_cluster/namespace/ws-nb.yaml")).NotTo(BeEmpty())
-	g.Expect(headFile(t, folder+"kustomization.yaml")).To(ContainSubstring("ws-nb"))
+	g.Eventually(func() string { return headFile(t, folder+"ws-routed/httproute/web.yaml") }, timeout, 250*time.Millisecond).
+		Should(ContainSubstring("routed." + tenantDomain))
+	g.Expect(headFile(t, folder+"ws-routed/tcproute/ssh.yaml")).To(ContainSubstring("sectionName: ssh-0"))
+	g.Expect(headFile(t, folder+"_cluster/namespace/ws-routed.yaml")).NotTo(BeEmpty())
+	g.Expect(headFile(t, folder+"kustomization.yaml")).To(ContainSubstring("ws-routed"))
 	g.Expect(headFile(t, ghost)).To(BeEmpty(), "the routes of a workspace that is gone were swept")
 	g.Expect(headFile(t, folder+"kustomization.yaml")).NotTo(ContainSubstring("ws-ghost"))
 	ks := headFile(t, objectFile(ns, "kustomization", "apiary-routes-regional"))
@@ -94,18 +96,18 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	// Flux applied the routes to the regional cluster, not Apiary.
 	route := &gatewayv1.HTTPRoute{}
 	g.Eventually(func() error {
-		return regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "web"}, route)
+		return regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-routed", Name: "web"}, route)
 	}, timeout, 250*time.Millisecond).Should(Succeed())
 	g.Expect(route.Labels).To(HaveKeyWithValue("kustomize.toolkit.fluxcd.io/name", "apiary-routes-regional"))
 	g.Expect(route.Labels).To(HaveKeyWithValue(delivery.LabelOwnerKind, "WorkspaceRoutes"))
 
 	// Not ready until the Gateway accepts them; then the URLs are live.
 	w = eventuallyReason(t, w, workspacesv1.RoutesReadyCondition, workspacesv1.RoutingInProgressReason)
-	g.Expect(w.Status.Access).To(ContainElement(HaveField("URL", "https://nb."+tenantDomain)))
-	g.Eventually(func() error { return testenv.AcceptRoutes(ctx, regionalClient, gateway, "ws-nb") }, timeout, 250*time.Millisecond).Should(Succeed())
+	g.Expect(w.Status.Access).To(ContainElement(HaveField("URL", "https://routed."+tenantDomain)))
+	g.Eventually(func() error { return testenv.AcceptRoutes(ctx, regionalClient, gateway, "ws-routed") }, timeout, 250*time.Millisecond).Should(Succeed())
 	w = eventuallyTrue(t, w, workspacesv1.RoutesReadyCondition)
 	g.Expect(w.Status.Access).To(ConsistOf(
-		And(HaveField("Name", "web"), HaveField("URL", "https://nb."+tenantDomain), HaveField("Ready", true)),
+		And(HaveField("Name", "web"), HaveField("URL", "https://routed."+tenantDomain), HaveField("Ready", true)),
 		And(HaveField("Name", "ssh"), HaveField("URL", "ssh://"+tenantDomain+":30022"), HaveField("Ready", true)),
 	))
 	d := w.Status.Routes.Delivery
@@ -116,12 +118,12 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	// Deletion removes the files; Flux prunes the routes; the workspace goes.
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())
 	eventuallyGone(t, w)
-	g.Expect(headFile(t, folder+"ws-nb/httproute/web.yaml")).To(BeEmpty())
-	g.Expect(headFile(t, folder+"ws-nb/tcproute/ssh.yaml")).To(BeEmpty())
-	err = regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "web"}, &gatewayv1.HTTPRoute{})
+	g.Expect(headFile(t, folder+"ws-routed/httproute/web.yaml")).To(BeEmpty())
+	g.Expect(headFile(t, folder+"ws-routed/tcproute/ssh.yaml")).To(BeEmpty())
+	err = regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-routed", Name: "web"}, &gatewayv1.HTTPRoute{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the HTTPRoute was pruned: %v", err)
 	g.Eventually(func() bool {
-		err := regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-nb", Name: "ssh"}, &gatewayv1.TCPRoute{})
+		err := regionalClient.Get(ctx, client.ObjectKey{Namespace: "ws-routed", Name: "ssh"}, &gatewayv1.TCPRoute{})
 		return apierrors.IsNotFound(err)
 	}, timeout, 250*time.Millisecond).Should(BeTrue(), "the TCPRoute was pruned")
 }
