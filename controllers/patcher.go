@@ -46,25 +46,33 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 			return fmt.Errorf("setting observedGeneration: %w", err)
 		}
 	}
+	// Both patches are computed before either is sent: each request
+	// overwrites obj with the server's answer, which does not hold the
+	// other request's changes yet (a finalizer removed in the same
+	// reconcile as a status change would otherwise be lost).
+	diff, err := client.MergeFrom(p.before).Data(obj)
+	if err != nil {
+		return fmt.Errorf("computing the patch: %w", err)
+	}
 	if !equality.Semantic.DeepEqual(before["status"], after["status"]) {
-		patch := client.MergeFrom(p.before)
+		data := diff
 		if !statusWritten(before) {
 			// The stored object has no status yet: a diff against the Go
 			// zero values would leave out required fields that are still
 			// zero (a Colony's readyClusters), and the API server would
 			// refuse the patch. Send the whole status instead.
-			data, err := json.Marshal(map[string]any{"status": after["status"]})
-			if err != nil {
+			if data, err = json.Marshal(map[string]any{"status": after["status"]}); err != nil {
 				return fmt.Errorf("encoding the status: %w", err)
 			}
-			patch = client.RawPatch(types.MergePatchType, data)
 		}
-		if err := p.client.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldOwner)); err != nil {
+		if err := p.client.Status().Patch(ctx, obj, client.RawPatch(types.MergePatchType, data), client.FieldOwner(fieldOwner)); err != nil {
 			return fmt.Errorf("writing status: %w", err)
 		}
 	}
 	if !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after)) {
-		if err := p.client.Patch(ctx, obj, client.MergeFrom(p.before), client.FieldOwner(fieldOwner)); err != nil {
+		// The status subresource ignored the metadata of the same diff; the
+		// object's endpoint ignores its status.
+		if err := p.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, diff), client.FieldOwner(fieldOwner)); err != nil {
 			return fmt.Errorf("writing metadata: %w", err)
 		}
 	}
