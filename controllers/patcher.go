@@ -46,6 +46,12 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 			return fmt.Errorf("setting observedGeneration: %w", err)
 		}
 	}
+	statusChanged := !equality.Semantic.DeepEqual(before["status"], after["status"])
+	metadataChanged := !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after))
+	if !statusChanged && !metadataChanged {
+		p.before = obj.DeepCopyObject().(client.Object)
+		return nil // the steady state: no request, no patch to encode
+	}
 	// Both patches are computed before either is sent: each request
 	// overwrites obj with the server's answer, which does not hold the
 	// other request's changes yet (a finalizer removed in the same
@@ -54,7 +60,7 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 	if err != nil {
 		return fmt.Errorf("computing the patch: %w", err)
 	}
-	if !equality.Semantic.DeepEqual(before["status"], after["status"]) {
+	if statusChanged {
 		data := diff
 		if !statusWritten(before) {
 			// The stored object has no status yet: a diff against the Go
@@ -69,7 +75,7 @@ func (p *objectPatcher) patch(ctx context.Context, obj client.Object, observe bo
 			return fmt.Errorf("writing status: %w", err)
 		}
 	}
-	if !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after)) {
+	if metadataChanged {
 		// The status subresource ignored the metadata of the same diff; the
 		// object's endpoint ignores its status.
 		if err := p.client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, diff), client.FieldOwner(fieldOwner)); err != nil {
