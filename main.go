@@ -1,6 +1,6 @@
 // Command apiary runs the Apiary controller manager. `apiary sandbox` runs it
 // against an embedded local control plane; `apiary render` prints offline what
-// Apiary would deliver.
+// Apiary would deliver; `apiary version` prints the version it was built as.
 package main
 
 import (
@@ -14,6 +14,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
+	"github.com/apiaryhq/apiary/internal/version"
 )
 
 func main() {
@@ -23,6 +24,8 @@ func main() {
 			os.Exit(sandbox.Main(os.Args[2:]))
 		case "render":
 			os.Exit(offline.Main(os.Args[2:]))
+		case "version":
+			os.Exit(version.Main(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 
