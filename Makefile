@@ -18,6 +18,36 @@ CONTROLLER_GEN := GOTOOLCHAIN=local go run sigs.k8s.io/controller-tools/cmd/cont
 GO_TEST_ARGS ?=
 GO_TEST_TIMEOUT ?= 25m
 
+# The version has one source: the chart's appVersion. The image is tagged
+# with it, the binary stamped with it, and the chart pulls that tag.
+VERSION ?= $(shell sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\} *$$/\1/p' charts/apiary/Chart.yaml)
+IMAGE_REPO ?= ghcr.io/apiaryhq/apiary
+IMAGE_TAG ?= $(VERSION)
+IMAGE ?= $(IMAGE_REPO):$(IMAGE_TAG)
+PLATFORMS ?= linux/amd64,linux/arm64
+IMAGE_DIR ?= $(CURDIR)/bin/image
+IMAGE_SOURCE ?= https://github.com/apiaryhq/apiary
+IMAGE_LICENSES ?= Apache-2.0
+# The commit, -dirty when tracked files have changes, and its time: the build
+# date, so that rebuilding a commit gives the same binary and image digest.
+COMMIT ?= $(shell c=$$(git rev-parse HEAD 2>/dev/null) || c=unknown; \
+	[ "$$c" = unknown ] || [ -z "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ] || c=$$c-dirty; echo $$c)
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+BUILD_DATE = $(shell date -u -d @$(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ 2>/dev/null || date -u -r $(SOURCE_DATE_EPOCH) +%Y-%m-%dT%H:%M:%SZ)
+VERSION_PKG := github.com/apiaryhq/apiary/internal/version
+# The flags of every release binary, also used by the Dockerfile (make binary).
+GO_BUILD_FLAGS := -trimpath -buildvcs=false
+GO_LDFLAGS = -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
+# go-build-static OS ARCH OUT: the static, stripped, stamped manager.
+go-build-static = CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) go build $(GO_BUILD_FLAGS) -ldflags '$(GO_LDFLAGS)' -o $(3) .
+HOST_ARCH = $(shell go env GOARCH)
+TOOLS_DIR := $(CURDIR)/bin/tools
+IMAGE_BUILDER := $(TOOLS_DIR)/apiary-image
+CYCLONEDX := $(TOOLS_DIR)/cyclonedx-gomod
+CRANE := $(TOOLS_DIR)/crane
+# The host-architecture image that make test builds and test/image opens.
+export APIARY_IMAGE_DIR ?= $(CURDIR)/bin/image-host
+
 .PHONY: all
 all: build
 
@@ -43,8 +73,9 @@ fmt: ## Run gofmt on the code.
 	gofmt -s -w $$(git ls-files -co --exclude-standard '*.go' | grep -v '^hack/testenv/')
 
 .PHONY: vet
-vet: ## Run go vet.
+vet: ## Run go vet (the manager's module and the image builder's).
 	go vet ./...
+	go -C hack/image vet ./...
 
 .PHONY: tidy
 tidy: ## Tidy go.mod.
@@ -76,18 +107,60 @@ $(FLUX_DIR)/source-controller $(FLUX_DIR)/kustomize-controller: hack/flux/build.
 	hack/flux/build.sh $(FLUX_DIR)
 
 .PHONY: test
-test: generate manifests vet testenv flux-crds flux-controllers ## Run all tests against a real API server (envtest).
+test: generate manifests vet testenv flux-crds flux-controllers image-host ## Run all tests against a real API server (envtest).
 	go test ./... -timeout $(GO_TEST_TIMEOUT) -coverprofile cover.out $(GO_TEST_ARGS)
 
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the apiary binary into bin/.
-	go build -o bin/apiary .
+build: ## Build the apiary binary into bin/ (version-stamped, for make run).
+	go build -ldflags '$(subst -s -w ,,$(GO_LDFLAGS))' -o bin/apiary .
 
 .PHONY: run
 run: testenv build $(if $(findstring git,$(RUN_ARGS)),flux-crds flux-controllers) ## Run Apiary against an embedded local control plane (RUN_ARGS=--mode=git for Git delivery with Flux).
 	bin/apiary sandbox --assets $(ENVTEST_DIR) --flux-bin $(FLUX_DIR) $(RUN_ARGS)
+
+##@ Image and release
+
+.PHONY: binary
+binary: ## Build the static, stripped, stamped manager: BINARY_OS/BINARY_ARCH (linux/host) into BINARY_OUT.
+	$(call go-build-static,$(or $(BINARY_OS),linux),$(or $(BINARY_ARCH),$(HOST_ARCH)),$(or $(BINARY_OUT),bin/apiary-static))
+
+.PHONY: image
+image: $(IMAGE_BUILDER) $(CYCLONEDX) ## Build the multi-arch OCI image without Docker: layout, tarball and SBOMs in bin/image (PLATFORMS=...).
+	@rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/sbom
+	@set -- ; for p in $(subst $(comma), ,$(PLATFORMS)); do os=$${p%/*}; arch=$${p#*/}; bin=$(IMAGE_DIR)/apiary-$$os-$$arch; \
+	  sbom=$(IMAGE_DIR)/sbom/apiary-$(IMAGE_TAG)-$$os-$$arch.cdx.json; \
+	  echo ">> $$p: building $$bin ($(VERSION), $(COMMIT))"; $(call go-build-static,$$os,$$arch,$$bin); \
+	  echo ">> $$p: SBOM $$sbom"; GOOS=$$os GOARCH=$$arch GOPROXY=off $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp \
+	    -version $(VERSION) -output $$sbom $$bin 2>$$sbom.log || { cat $$sbom.log; exit 1; }; \
+	  set -- "$$@" -binary $$p=$$bin; done; \
+	echo ">> assembling $(IMAGE) for $(PLATFORMS)"; \
+	$(IMAGE_BUILDER) -layout $(IMAGE_DIR)/oci -tarball $(IMAGE_DIR)/apiary-$(IMAGE_TAG).oci.tar \
+	  -repository $(IMAGE_REPO) -tag $(IMAGE_TAG) -source-date-epoch $(SOURCE_DATE_EPOCH) -version $(VERSION) \
+	  -revision $(COMMIT) -source $(IMAGE_SOURCE) -licenses $(IMAGE_LICENSES) "$$@"
+
+.PHONY: image-host
+image-host: ## The image for the host's architecture only, into bin/image-host (what make test opens).
+	$(MAKE) --no-print-directory image PLATFORMS=linux/$(HOST_ARCH) IMAGE_DIR=$(APIARY_IMAGE_DIR)
+
+$(IMAGE_BUILDER): hack/image/go.mod hack/image/go.sum $(wildcard hack/image/*.go)
+	go -C hack/image build -o $@ .
+
+$(CYCLONEDX): hack/image/go.mod hack/image/go.sum
+	go -C hack/image build -o $@ github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod
+
+$(CRANE): hack/image/go.mod hack/image/go.sum
+	go -C hack/image build -o $@ github.com/google/go-containerregistry/cmd/crane
+
+.PHONY: crane
+crane: $(CRANE) ## Build crane (go-containerregistry, pinned in hack/image) into bin/tools, to push the image.
+
+# print-VAR prints a variable, e.g. make -s print-IMAGE.
+print-%:
+	@echo '$($*)'
+
+comma := ,
 
 .PHONY: help
 help: ## Show this help.
