@@ -18,8 +18,6 @@ import (
 	"github.com/getsops/sops/v3"
 	"github.com/getsops/sops/v3/aes"
 	sopsage "github.com/getsops/sops/v3/age"
-	"github.com/getsops/sops/v3/config"
-	sopsyaml "github.com/getsops/sops/v3/stores/yaml"
 	"github.com/getsops/sops/v3/version"
 )
 
@@ -253,10 +251,9 @@ func truncate(s string, n int) string {
 	return s[:n] + "..."
 }
 
-// newStore returns SOPS' YAML store configured as the sops CLI's default.
-func newStore() *sopsyaml.Store {
-	return sopsyaml.NewStore(&config.NewStoresConfig().YAML)
-}
+// newStore returns the YAML store, which reads and writes as SOPS' YAML
+// store with the sops CLI's defaults does (see yamlStore).
+func newStore() yamlStore { return yamlStore{} }
 
 // refOfTree names the Secret from its unencrypted metadata, for errors.
 func refOfTree(branches sops.TreeBranches) string {
