@@ -182,3 +182,34 @@ func Selector(gpuType *string, raw map[string]string) map[string]string {
 	}
 	return out
 }
+
+// Offer is one GPU resource a node offers.
+type Offer struct {
+	// Resource is nvidia.com/gpu or amd.com/gpu.
+	Resource string
+	// Vendor is the node's exalsius.ai/gpu-vendor label, else the vendor of Resource.
+	Vendor string
+	// Allocatable is the node's allocatable amount, at least 1.
+	Allocatable int64
+}
+
+// Offers lists the GPU resources a node offers with a positive allocatable
+// amount, NVIDIA first.
+func Offers(n *corev1.Node) []Offer {
+	var out []Offer
+	for _, r := range gpuResources {
+		if a := allocatable(n, r.resource); a > 0 {
+			out = append(out, Offer{Resource: r.resource, Vendor: vendorOf(n, r.vendor), Allocatable: a})
+		}
+	}
+	return out
+}
+
+// Resources are the extended GPU resources Apiary counts, NVIDIA first.
+func Resources() []string {
+	out := make([]string, len(gpuResources))
+	for i, r := range gpuResources {
+		out[i] = r.resource
+	}
+	return out
+}

@@ -1,0 +1,506 @@
+package admission
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The property tests drive a simulated cluster through random sequences of
+// node additions, removals and cordons, workspace creations, changes and
+// deletions, reconciles (each a Decide, persisted or lost to a crash before
+// its status write), pods bound and unbound by a scheduler, and restarts,
+// and check after every step what the gate promises.
+
+var simSelectors = []map[string]string{nil, h100, poolA, h100Pool, {"exalsius.ai/gpu-model": "A100"}}
+
+var simLabels = []map[string]string{
+	h100Pool, h100, poolA, {"exalsius.ai/gpu-model": "A100", "pool": "a"}, {"exalsius.ai/gpu-model": "A100"},
+}
+
+type simNode struct {
+	labels      map[string]string
+	alloc       int64
+	schedulable bool
+}
+
+type simWorkspace struct {
+	uid      string
+	created  time.Time
+	request  Request    // what the spec asks for now
+	admitted *Admission // persisted in status
+	pending  bool       // reached the gate and waits (phase Waiting), or asks anew
+	failed   bool
+}
+
+type simPod struct {
+	node, ws string
+	gpus     int64
+}
+
+// chooser makes the simulation's choices: seeded randomness, or fuzz bytes.
+type chooser interface {
+	IntN(n int) int
+	Shuffle(n int, swap func(i, j int))
+}
+
+// byteChooser takes its choices from fuzz bytes, then zeros.
+type byteChooser struct{ data []byte }
+
+func (b *byteChooser) IntN(n int) int {
+	if len(b.data) == 0 {
+		return 0
+	}
+	v := int(b.data[0])
+	b.data = b.data[1:]
+	return v % n
+}
+
+func (b *byteChooser) Shuffle(n int, swap func(i, j int)) {
+	for i := n - 1; i > 0; i-- {
+		swap(i, b.IntN(i+1))
+	}
+}
+
+// sim is the simulated cluster and its workspaces' persisted status.
+type sim struct {
+	t      *testing.T
+	rng    chooser
+	policy Policy
+	// followReservations makes the scheduler bind each replica on the node
+	// its admission reserved; otherwise it picks any node with room.
+	followReservations bool
+	// nodesStable forbids node removals and cordons.
+	nodesStable bool
+	nodes       map[string]*simNode
+	workspaces  map[string]*simWorkspace
+	pods        []simPod
+	clock       time.Time
+	seq         int
+	checks      int
+}
+
+func (s *sim) snapshot() Snapshot {
+	var snap Snapshot
+	for name, n := range s.nodes {
+		snap.Nodes = append(snap.Nodes, Node{Name: name, Labels: n.labels, Schedulable: n.schedulable,
+			GPUs: []GPU{{Resource: nv, Vendor: "NVIDIA", Allocatable: n.alloc}}})
+	}
+	for _, p := range s.pods {
+		snap.Pods = append(snap.Pods, pod(p.node, p.ws, p.gpus))
+	}
+	for key, w := range s.workspaces {
+		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Admitted: w.admitted}
+		if w.pending && !w.failed {
+			r := w.request
+			ws.Pending = &r
+		}
+		snap.Workspaces = append(snap.Workspaces, ws)
+	}
+	sort.Slice(snap.Nodes, func(i, j int) bool { return snap.Nodes[i].Name < snap.Nodes[j].Name })
+	sort.Slice(snap.Workspaces, func(i, j int) bool { return snap.Workspaces[i].Key < snap.Workspaces[j].Key })
+	return snap
+}
+
+// bound is what bound pods use on a node.
+func (s *sim) bound(node string) int64 {
+	var n int64
+	for _, p := range s.pods {
+		if p.node == node {
+			n += p.gpus
+		}
+	}
+	return n
+}
+
+func (s *sim) keys() []string {
+	out := make([]string, 0, len(s.workspaces))
+	for k := range s.workspaces {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (s *sim) pick() (string, *simWorkspace) {
+	keys := s.keys()
+	if len(keys) == 0 {
+		return "", nil
+	}
+	k := keys[s.rng.IntN(len(keys))]
+	return k, s.workspaces[k]
+}
+
+func (s *sim) step() string {
+	s.clock = s.clock.Add(time.Duration(s.rng.IntN(3)) * time.Second) // ties in creation time happen
+	switch op := s.rng.IntN(12); {
+	case op == 0:
+		name := fmt.Sprintf("n%d", s.rng.IntN(6))
+		if _, ok := s.nodes[name]; ok {
+			return "add existing node"
+		}
+		s.nodes[name] = &simNode{labels: simLabels[s.rng.IntN(len(simLabels))], alloc: int64(1 + s.rng.IntN(8)), schedulable: true}
+		return "add node " + name
+	case op == 1 && !s.nodesStable:
+		for name := range s.nodes {
+			delete(s.nodes, name)
+			kept := s.pods[:0]
+			for _, p := range s.pods {
+				if p.node != name {
+					kept = append(kept, p)
+				}
+			}
+			s.pods = kept
+			return "remove node " + name
+		}
+	case op == 2 && !s.nodesStable:
+		for name, n := range s.nodes {
+			n.schedulable = !n.schedulable
+			return "toggle cordon " + name
+		}
+	case op == 3:
+		s.seq++
+		key := fmt.Sprintf("ns/w%d", s.seq)
+		s.workspaces[key] = &simWorkspace{uid: fmt.Sprintf("u%03d", s.rng.IntN(1000)), created: s.clock, request: s.randomRequest(), pending: true}
+		return "create " + key
+	case op == 4:
+		if k, _ := s.pick(); k != "" {
+			delete(s.workspaces, k)
+			s.dropPods(k)
+			return "delete " + k
+		}
+	case op == 5 || op == 6 || op == 7:
+		return s.reconcile()
+	case op == 8 || op == 9:
+		return s.bind()
+	case op == 10:
+		if len(s.pods) > 0 {
+			i := s.rng.IntN(len(s.pods))
+			s.pods = append(s.pods[:i], s.pods[i+1:]...)
+			return "unbind a pod"
+		}
+	case op == 11:
+		if k, w := s.pick(); w != nil && !w.failed {
+			w.request = s.randomRequest()
+			w.pending = true
+			return "change request of " + k
+		}
+	}
+	return "nothing"
+}
+
+func (s *sim) randomRequest() Request {
+	return Request{Selector: simSelectors[s.rng.IntN(len(simSelectors))], PerReplica: int64(1 + s.rng.IntN(4)), Replicas: int32(1 + s.rng.IntN(3))}
+}
+
+func (s *sim) dropPods(key string) {
+	kept := s.pods[:0]
+	for _, p := range s.pods {
+		if p.ws != key {
+			kept = append(kept, p)
+		}
+	}
+	s.pods = kept
+}
+
+// reconcile decides one waiting workspace and persists the admission,
+// unless the process "crashes" before its status write (the decision is
+// then lost, and nothing was delivered).
+func (s *sim) reconcile() string {
+	k, w := s.pick()
+	if w == nil || !w.pending || w.failed {
+		return "reconcile nothing"
+	}
+	before := s.snapshot()
+	planBefore := Plan(before, s.policy)
+	d := planBefore[k]
+	switch d.Outcome {
+	case Fail:
+		w.failed = true
+		return "reconcile " + k + ": fail"
+	case Wait:
+		return "reconcile " + k + ": wait " + string(d.Reason)
+	}
+	if s.rng.IntN(8) == 0 {
+		return "reconcile " + k + ": admitted, lost to a crash before the status write"
+	}
+	req := w.request
+	req.Resource = d.Resource
+	w.admitted = &Admission{Request: req, Placement: d.Placement}
+	w.pending = false
+	s.dropPods(k) // the release is upgraded: its old pods go
+	s.checkYoungerAdmissionKeepsOlder(k, planBefore)
+	return "reconcile " + k + ": admit"
+}
+
+// bind binds one unbound replica of an admitted workspace, as the
+// scheduler would: on a matching schedulable node with room.
+func (s *sim) bind() string {
+	k, w := s.pick()
+	if w == nil || w.admitted == nil {
+		return "bind nothing"
+	}
+	a := w.admitted
+	var mine []simPod
+	for _, p := range s.pods {
+		if p.ws == k {
+			mine = append(mine, p)
+		}
+	}
+	if len(mine) >= int(a.Request.Replicas) {
+		return "bind nothing"
+	}
+	room := func(name string) bool {
+		n := s.nodes[name]
+		return n != nil && n.schedulable && n.alloc-s.bound(name) >= a.Request.PerReplica && labelsMatch(n.labels, a.Request.Selector)
+	}
+	if s.followReservations {
+		// The first reserved slot that no pod of the workspace sits on.
+		onNode := map[string]int{}
+		for _, p := range mine {
+			onNode[p.node]++
+		}
+		var slot string
+		for _, sl := range a.Placement {
+			if onNode[sl.Node] > 0 {
+				onNode[sl.Node]--
+				continue
+			}
+			slot = sl.Node
+			break
+		}
+		if !room(slot) {
+			s.fail("replica %d of %s does not fit on its reserved node %s (bound %d of %d): the gate over-booked",
+				len(mine), k, slot, s.bound(slot), s.nodes[slot].alloc)
+		}
+		s.pods = append(s.pods, simPod{node: slot, ws: k, gpus: a.Request.PerReplica})
+		return "bind " + k + " on " + slot
+	}
+	var candidates []string
+	for name := range s.nodes {
+		if room(name) {
+			candidates = append(candidates, name)
+		}
+	}
+	if len(candidates) == 0 {
+		return "bind " + k + ": pending"
+	}
+	sort.Strings(candidates)
+	node := candidates[s.rng.IntN(len(candidates))]
+	s.pods = append(s.pods, simPod{node: node, ws: k, gpus: a.Request.PerReplica})
+	return "bind " + k + " on " + node
+}
+
+func labelsMatch(labels, sel map[string]string) bool {
+	for k, v := range sel {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+var simTrace []string
+
+func (s *sim) trace() string { return fmt.Sprintf("after %d steps", len(simTrace)) }
+
+// check asserts the invariants of the plan of the current state.
+func (s *sim) check() {
+	s.checks++
+	snap := s.snapshot()
+	plan := Plan(snap, s.policy)
+
+	// Reserved GPUs plus bound pods never exceed a node's allocatable GPUs.
+	held := map[string]int64{}
+	for _, d := range plan {
+		for _, sl := range d.Reserved {
+			held[sl.Node] += sl.GPUs
+		}
+	}
+	for name, n := range s.nodes {
+		if total := held[name] + s.bound(name); total > n.alloc {
+			s.fail("node %s holds %d reserved + bound GPUs of %d", name, total, n.alloc)
+		}
+	}
+	// Each admission decided now fits beside the others, a changed
+	// request reusing what its own workspace holds on a node.
+	taken := map[string]int64{}
+	for name := range s.nodes {
+		taken[name] = held[name] + s.bound(name)
+	}
+	for _, k := range s.keys() {
+		d := plan[k]
+		if d.Outcome != Admit || !s.workspaces[k].pending {
+			continue
+		}
+		own := map[string]int64{}
+		for _, sl := range d.Reserved {
+			own[sl.Node] += sl.GPUs
+		}
+		for _, p := range s.pods {
+			if p.ws == k {
+				own[p.node] += p.gpus
+			}
+		}
+		use := map[string]int64{}
+		for _, sl := range d.Placement {
+			use[sl.Node] += sl.GPUs
+		}
+		for node, u := range use {
+			taken[node] += max(u-own[node], 0)
+		}
+	}
+	for name, n := range s.nodes {
+		if taken[name] > n.alloc {
+			s.fail("node %s would take %d GPUs of %d if every admission decided now went ahead", name, taken[name], n.alloc)
+		}
+	}
+	s.checkFCFS(snap, plan)
+	s.checkDeterministic(snap, plan)
+}
+
+// checkFCFS: a younger request never changes the decision on an older one,
+// and under StrictFIFO no request is admitted while an older request that
+// could use one of its nodes waits.
+func (s *sim) checkFCFS(snap Snapshot, plan map[string]Decision) {
+	for _, k := range s.keys() {
+		w := s.workspaces[k]
+		if !w.pending || w.failed {
+			continue
+		}
+		var older Snapshot
+		older.Nodes, older.Pods = snap.Nodes, snap.Pods
+		for _, o := range snap.Workspaces {
+			ow := o
+			if o.Pending != nil && o.Key != k && s.ref(k).before(&ow) {
+				o.Pending = nil // younger requests leave
+			}
+			older.Workspaces = append(older.Workspaces, o)
+		}
+		if got := Decide(older, k, s.policy); !reflect.DeepEqual(got, plan[k]) {
+			s.fail("younger requests changed the decision on %s: %+v without them, %+v with them", k, got, plan[k])
+		}
+		if s.policy != StrictFIFO || plan[k].Outcome != Admit {
+			continue
+		}
+		for _, o := range snap.Workspaces {
+			od := plan[o.Key]
+			if o.Pending == nil || o.Key == k || od.Outcome != Wait || !(&o).before(s.ref(k)) {
+				continue
+			}
+			if s.shareNode(o.Pending, &w.request) {
+				s.fail("%s admitted while the older %s waits (%s) for a node it could use", k, o.Key, od.Reason)
+			}
+		}
+	}
+}
+
+// ref is a workspace's place in the queue.
+func (s *sim) ref(key string) *Workspace {
+	w := s.workspaces[key]
+	return &Workspace{Key: key, UID: w.uid, Created: w.created}
+}
+
+// shareNode reports whether two requests could use a common schedulable node.
+func (s *sim) shareNode(a, b *Request) bool {
+	for _, n := range s.nodes {
+		if n.schedulable && n.alloc >= a.PerReplica && n.alloc >= b.PerReplica &&
+			labelsMatch(n.labels, a.Selector) && labelsMatch(n.labels, b.Selector) {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDeterministic: the order of the snapshot's slices does not matter,
+// as after a restart that lists everything anew.
+func (s *sim) checkDeterministic(snap Snapshot, plan map[string]Decision) {
+	shuffled := Snapshot{
+		Nodes:      append([]Node(nil), snap.Nodes...),
+		Pods:       append([]Pod(nil), snap.Pods...),
+		Workspaces: append([]Workspace(nil), snap.Workspaces...),
+	}
+	s.rng.Shuffle(len(shuffled.Nodes), func(i, j int) { shuffled.Nodes[i], shuffled.Nodes[j] = shuffled.Nodes[j], shuffled.Nodes[i] })
+	s.rng.Shuffle(len(shuffled.Pods), func(i, j int) { shuffled.Pods[i], shuffled.Pods[j] = shuffled.Pods[j], shuffled.Pods[i] })
+	s.rng.Shuffle(len(shuffled.Workspaces), func(i, j int) {
+		shuffled.Workspaces[i], shuffled.Workspaces[j] = shuffled.Workspaces[j], shuffled.Workspaces[i]
+	})
+	if got := Plan(shuffled, s.policy); !reflect.DeepEqual(got, plan) {
+		s.fail("the plan depends on the order of the snapshot")
+	}
+}
+
+// checkYoungerAdmissionKeepsOlder: once a request is admitted, every older
+// request that fitted before still fits (maybe on other nodes, when the
+// admitted one gave back what it held for an older request).
+func (s *sim) checkYoungerAdmissionKeepsOlder(admitted string, before map[string]Decision) {
+	after := Plan(s.snapshot(), s.policy)
+	for k, w := range s.workspaces {
+		if k == admitted || !w.pending || w.failed || !s.ref(k).before(s.ref(admitted)) {
+			continue
+		}
+		if b := before[k]; b.Outcome == Admit && after[k].Outcome != Admit {
+			s.fail("admitting the younger %s made the older %s wait (%s); it fitted on %v before", admitted, k, after[k].Reason, b.Placement)
+		}
+	}
+}
+
+func (s *sim) fail(format string, args ...any) {
+	s.t.Helper()
+	s.t.Fatalf("%s: "+format+"\ntrace:\n%s\npods: %+v", append([]any{s.trace()}, append(args, strings.Join(simTrace, "\n"), s.pods)...)...)
+}
+
+func runSim(t *testing.T, seed uint64, steps int, policy Policy, follow bool) {
+	runSimWith(t, rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), steps, policy, follow)
+}
+
+func runSimWith(t *testing.T, rng chooser, steps int, policy Policy, follow bool) {
+	s := &sim{t: t, rng: rng, policy: policy, followReservations: follow, nodesStable: follow,
+		nodes: map[string]*simNode{}, workspaces: map[string]*simWorkspace{}, clock: t0}
+	simTrace = simTrace[:0]
+	for range steps {
+		simTrace = append(simTrace, s.step())
+		s.check()
+	}
+}
+
+// TestGateProperties runs seeded random sequences under both policies, with
+// a scheduler that binds anywhere it can and with one that follows the
+// reservations (nodes then stay: a request that passed the gate must always
+// bind where it was placed). Set APIARY_SIM_SEEDS for more sequences.
+func TestGateProperties(t *testing.T) {
+	seeds := 150
+	if testing.Short() {
+		seeds = 20
+	}
+	for _, policy := range []Policy{StrictFIFO, BestEffortFIFO} {
+		for _, follow := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/follow=%v", policy, follow), func(t *testing.T) {
+				for seed := range uint64(seeds) {
+					runSim(t, seed, 150, policy, follow)
+				}
+			})
+		}
+	}
+}
+
+// FuzzGate lets the fuzzer choose the sequence: its first byte picks the
+// policy and the scheduler, the rest every step's choices.
+// go test ./internal/admission -run '^$' -fuzz FuzzGate -fuzztime 60s
+func FuzzGate(f *testing.F) {
+	f.Add([]byte{0, 0, 3, 3, 5, 5, 8, 8})
+	f.Add([]byte{3, 0, 1, 3, 1, 2, 5, 0, 5, 1, 8, 0, 11, 0, 5, 0, 4, 0})
+	f.Add([]byte("\x01\x00\x07\x03\x02\x01\x00\x05\x05\x08\x09\x0a\x0b\x05\x05"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		if len(data) == 0 {
+			return
+		}
+		policy := []Policy{StrictFIFO, BestEffortFIFO}[data[0]&1]
+		follow := data[0]&2 != 0
+		runSimWith(t, &byteChooser{data: data[1:]}, min(len(data), 400), policy, follow)
+	})
+}
