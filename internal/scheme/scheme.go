@@ -10,6 +10,7 @@ import (
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
@@ -20,5 +21,6 @@ func New() *runtime.Scheme {
 	utilruntime.Must(infrav1.AddToScheme(s))
 	utilruntime.Must(workspacesv1.AddToScheme(s))
 	utilruntime.Must(k0rdentv1beta1.AddToScheme(s))
+	utilruntime.Must(quotav1alpha1.AddToScheme(s))
 	return s
 }

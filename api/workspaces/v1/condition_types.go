@@ -13,6 +13,9 @@ const (
 	GPUCapacityCondition = "GPUCapacityAvailable"
 	// ConfigResolvedCondition is Apiary's: whether values and secrets resolved.
 	ConfigResolvedCondition = "ConfigResolved"
+	// QuotaReservedCondition is Apiary's: whether the workspace is charged
+	// to every TenantQuota that selects its namespace.
+	QuotaReservedCondition = "QuotaReserved"
 )
 
 // WorkspaceDeployment and WorkspaceClass condition reasons.
@@ -53,6 +56,24 @@ const (
 	ServiceTemplateInvalidReason    = "ServiceTemplateInvalid"
 	InvalidResourceInjectionReason  = "InvalidResourceInjection"
 	ClassInUseReason                = "ClassInUse"
+)
+
+// Apiary's reasons of the GPU gate (GPUCapacityAvailable) and of the
+// QuotaReserved condition.
+const (
+	// GPUCapacityFragmentedReason: enough GPUs are free on matching nodes
+	// in all, but no node has room for one replica.
+	GPUCapacityFragmentedReason = "GpuCapacityFragmented"
+	// GPUReplicaTooLargeReason: every matching node has fewer GPUs than one
+	// replica asks for; the workspace can never be placed (Failed).
+	GPUReplicaTooLargeReason = "GpuReplicaTooLarge"
+	// WaitingBehindOlderReason: older workspaces wait for the GPUs (or the
+	// quota) this one would take, and are served first.
+	WaitingBehindOlderReason = "WaitingBehindOlderWorkspaces"
+	// QuotaReservedReason: the workspace is charged to its tenant's quotas.
+	QuotaReservedReason = "QuotaReserved"
+	// QuotaExceededReason: a TenantQuota has no room for the workspace.
+	QuotaExceededReason = "QuotaExceeded"
 )
 
 // PortPoolExhaustedReason is Apiary's RoutesReady reason: a TCP or SSH

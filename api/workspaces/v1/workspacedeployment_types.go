@@ -2,6 +2,7 @@ package v1
 
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
@@ -209,6 +210,65 @@ type WorkspaceRoutesStatus struct {
 	Delivery *commonv1.DeliveryStatus `json:"delivery,omitempty"`
 }
 
+// WorkspaceAdmission is Apiary's record of a workspace's admission: the GPU
+// request that passed the gate, the nodes its replicas' GPUs are reserved
+// on, and the TenantQuotas it is charged to. It is written before anything
+// is delivered for the request, so that a restarted manager recovers every
+// admission before it admits anything new. The exalsius operator has no
+// such field: it reserves nothing.
+type WorkspaceAdmission struct {
+	// Cluster is the ClusterDeployment, as namespace/name.
+	// +required
+	Cluster string `json:"cluster"`
+
+	// ResourceName is the GPU extended resource admitted; empty without GPUs.
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// GPUsPerReplica is the number of GPUs each replica takes.
+	// +optional
+	GPUsPerReplica int64 `json:"gpusPerReplica,omitempty"`
+
+	// Replicas is the number of replicas admitted.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Selector is the GPU node selector admitted.
+	// +optional
+	Selector map[string]string `json:"selector,omitempty"`
+
+	// Placement lists the nodes that hold the replicas' GPUs, in replica order.
+	// +listType=atomic
+	// +optional
+	Placement []GPUPlacement `json:"placement,omitempty"`
+
+	// CPU and Memory are the totals of all replicas, as charged to quotas.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+
+	// Quotas names the TenantQuotas the workspace is charged to.
+	// +listType=set
+	// +optional
+	Quotas []string `json:"quotas,omitempty"`
+
+	// AdmittedAt is when the request passed the gate.
+	// +required
+	AdmittedAt metav1.Time `json:"admittedAt"`
+}
+
+// GPUPlacement reserves the GPUs of consecutive replicas on one node.
+type GPUPlacement struct {
+	// Node is the node's name on the child cluster.
+	// +required
+	Node string `json:"node"`
+	// Replicas is the number of replicas placed on it.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	Replicas int32 `json:"replicas"`
+}
+
 // ServiceSetSnapshot records the state of a workspace's ServiceSet.
 type ServiceSetSnapshot struct {
 	Name     string `json:"name"`
@@ -287,6 +347,10 @@ type WorkspaceDeploymentStatus struct {
 	// Feasibility compares the demand with the cluster's free capacity.
 	// +optional
 	Feasibility *FeasibilityStatus `json:"feasibility,omitempty"`
+
+	// Admission records the request that passed the gate (Apiary only).
+	// +optional
+	Admission *WorkspaceAdmission `json:"admission,omitempty"`
 
 	// Access lists the workspace's resolved endpoints.
 	// +listType=map

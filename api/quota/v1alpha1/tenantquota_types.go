@@ -1,0 +1,228 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TenantQuota condition types and reasons.
+const (
+	// WithinLimitsCondition is False while what is used exceeds a limit
+	// (after the quota was lowered, or a namespace joined the tenant): new
+	// admissions wait, nothing running is evicted.
+	WithinLimitsCondition = "WithinLimits"
+
+	EnforcedReason        = "Enforced"
+	InvalidSelectorReason = "InvalidSelector"
+	OverLimitReason       = "OverLimit"
+)
+
+// TenantQuotaSpec caps what the namespaces of a tenant hold together.
+type TenantQuotaSpec struct {
+	// NamespaceSelector selects the tenant's namespaces by their labels. An
+	// empty selector selects every namespace.
+	// +required
+	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+
+	// Hard are the limits, across all selected namespaces and clusters.
+	// +required
+	Hard QuotaLimits `json:"hard"`
+}
+
+// QuotaLimits are the limits of a TenantQuota; an unset limit is unlimited.
+type QuotaLimits struct {
+	// Workspaces caps the number of admitted WorkspaceDeployments.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	Workspaces *int64 `json:"workspaces,omitempty"`
+
+	// GPUs cap GPUs of an extended resource: every workspace asking for the
+	// resource counts, or, with gpuModel or nodeSelector, only those whose
+	// GPU selector pins that model or carries those labels.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	GPUs []GPULimit `json:"gpus,omitempty"`
+
+	// CPU caps replicas × perReplica.cpu of the workspaces' resolved resources.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory caps replicas × perReplica.memory of the workspaces' resolved resources.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// GPULimit caps the GPUs of one extended resource, optionally of one GPU
+// model or node selector.
+// +kubebuilder:validation:XValidation:rule="!has(self.gpuModel) || !has(self.nodeSelector) || !('exalsius.ai/gpu-model' in self.nodeSelector) || self.nodeSelector['exalsius.ai/gpu-model'] == self.gpuModel",message="gpuModel and nodeSelector name different GPU models"
+type GPULimit struct {
+	// Name identifies the limit in status and in the messages of waiting workspaces.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+
+	// ResourceName is the extended resource counted.
+	// +kubebuilder:default="nvidia.com/gpu"
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+
+	// GPUModel restricts the limit to workspaces whose GPU selector pins
+	// exalsius.ai/gpu-model to this model (gpuType, or gpuNodeSelector).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	GPUModel string `json:"gpuModel,omitempty"`
+
+	// NodeSelector restricts the limit to workspaces whose GPU selector
+	// carries every one of these labels.
+	// +optional
+	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
+
+	// Count is the number of GPUs.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int64 `json:"count"`
+}
+
+// QuotaUsage is what admitted workspaces use of a quota's limits.
+type QuotaUsage struct {
+	// Workspaces is the number of admitted workspaces.
+	Workspaces int64 `json:"workspaces"`
+
+	// GPUs is the usage of each GPU limit, by the limit's name.
+	// +listType=map
+	// +listMapKey=name
+	// +optional
+	GPUs []GPUUsage `json:"gpus,omitempty"`
+
+	// CPU is the CPU of the admitted workspaces.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory is the memory of the admitted workspaces.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// GPUUsage is the usage of one GPU limit.
+type GPUUsage struct {
+	// Name of the limit.
+	Name string `json:"name"`
+	// Count of GPUs used.
+	Count int64 `json:"count"`
+}
+
+// NamespaceUsage is what the workspaces of one namespace use.
+type NamespaceUsage struct {
+	// Namespace is a selected namespace.
+	Namespace string `json:"namespace"`
+	// Used is what its admitted workspaces use.
+	Used QuotaUsage `json:"used"`
+}
+
+// QuotaCharge records what one admitted workspace holds of a quota. The
+// charges are the quota's record of truth: each is written, with the
+// quota's resourceVersion, before the workspace is admitted, and removed
+// when the workspace goes, so that replicas admitting at the same moment
+// conflict instead of over-booking.
+type QuotaCharge struct {
+	// Namespace of the workspace.
+	Namespace string `json:"namespace"`
+	// Name of the workspace.
+	Name string `json:"name"`
+	// UID of the workspace.
+	UID types.UID `json:"uid"`
+	// GPUs is the workspace's GPU demand, replicas × perReplica.gpuCount.
+	// +optional
+	GPUs int64 `json:"gpus,omitempty"`
+	// ResourceName is the extended resource of the GPUs.
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+	// Selector is the workspace's GPU node selector.
+	// +optional
+	Selector map[string]string `json:"selector,omitempty"`
+	// CPU of all replicas.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// Memory of all replicas.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// ChargedAt is when the charge was written.
+	ChargedAt metav1.Time `json:"chargedAt"`
+}
+
+// TenantQuotaStatus is the observed state of a TenantQuota.
+type TenantQuotaStatus struct {
+	// ObservedGeneration is the last generation the controller acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Reconciling, Stalled and WithinLimits.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Used is what the admitted workspaces of all selected namespaces use.
+	// +optional
+	Used QuotaUsage `json:"used,omitempty"`
+
+	// Namespaces lists each selected namespace with workspaces, and what they use.
+	// +listType=map
+	// +listMapKey=namespace
+	// +optional
+	Namespaces []NamespaceUsage `json:"namespaces,omitempty"`
+
+	// Charges lists every admitted workspace the quota counts.
+	// +optional
+	Charges []QuotaCharge `json:"charges,omitempty"`
+
+	// Summary is a one-line account of used against hard, for kubectl.
+	// +optional
+	Summary string `json:"summary,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=tq
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Workspaces",type=integer,JSONPath=`.status.used.workspaces`
+// +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.summary`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Within",type=string,JSONPath=`.status.conditions[?(@.type=="WithinLimits")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+
+// TenantQuota caps what the WorkspaceDeployments of a tenant's namespaces
+// may hold together. Apiary admits a workspace only when it fits every
+// quota that selects its namespace; one that does not fit waits.
+type TenantQuota struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   TenantQuotaSpec   `json:"spec"`
+	Status TenantQuotaStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the quota's status conditions.
+func (in *TenantQuota) GetConditions() []metav1.Condition { return in.Status.Conditions }
+
+// SetConditions sets the quota's status conditions.
+func (in *TenantQuota) SetConditions(c []metav1.Condition) { in.Status.Conditions = c }
+
+// +kubebuilder:object:root=true
+
+// TenantQuotaList is a list of TenantQuotas.
+type TenantQuotaList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []TenantQuota `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&TenantQuota{}, &TenantQuotaList{})
+}
