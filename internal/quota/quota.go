@@ -1,0 +1,305 @@
+// Package quota enforces TenantQuotas: which quotas select a namespace, what
+// a workspace charges against each limit, whether a charge fits, and the
+// ledger of charges on each quota's status that is the quota's record of
+// truth. Charges are written with the quota's resourceVersion (see Ledger),
+// the way Kubernetes' ResourceQuota admission reserves usage, so that
+// several Apiary replicas admitting for one tenant at the same moment
+// conflict and re-check instead of over-booking it.
+//
+// Everything but Ledger is pure and never modifies its arguments.
+package quota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	"github.com/apiaryhq/apiary/internal/gpu"
+)
+
+// Request is what one workspace asks of its tenant's quotas.
+type Request struct {
+	Namespace, Name string
+	UID             types.UID
+	// GPUs is the GPU demand of all replicas, of ResourceName, on nodes
+	// matching Selector.
+	GPUs         int64
+	ResourceName string
+	Selector     map[string]string
+	// CPU and Memory are the totals of all replicas; nil when unset.
+	CPU, Memory *resource.Quantity
+}
+
+// Charge is the ledger entry of a request, charged at a time.
+func (r Request) Charge(at metav1.Time) quotav1alpha1.QuotaCharge {
+	c := quotav1alpha1.QuotaCharge{Namespace: r.Namespace, Name: r.Name, UID: r.UID, ChargedAt: at}
+	if r.GPUs > 0 {
+		c.GPUs, c.ResourceName = r.GPUs, r.ResourceName
+		if len(r.Selector) > 0 {
+			c.Selector = make(map[string]string, len(r.Selector))
+			for k, v := range r.Selector {
+				c.Selector[k] = v
+			}
+		}
+	}
+	if r.CPU != nil && !r.CPU.IsZero() {
+		c.CPU = ptr.To(r.CPU.DeepCopy())
+	}
+	if r.Memory != nil && !r.Memory.IsZero() {
+		c.Memory = ptr.To(r.Memory.DeepCopy())
+	}
+	return c
+}
+
+// Selects reports whether a quota selects a namespace with these labels.
+// A selector that does not parse selects nothing and is returned as an error.
+func Selects(q *quotav1alpha1.TenantQuota, nsLabels map[string]string) (bool, error) {
+	sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
+	if err != nil {
+		return false, fmt.Errorf("namespaceSelector of TenantQuota %q: %w", q.Name, err)
+	}
+	return sel.Matches(labels.Set(nsLabels)), nil
+}
+
+// limitResource is the extended resource of a GPU limit.
+func limitResource(l quotav1alpha1.GPULimit) string {
+	if l.ResourceName == "" {
+		return gpu.ResourceNVIDIA
+	}
+	return l.ResourceName
+}
+
+// GPUsCounted is what a GPU limit counts of a charge: its GPUs when they are
+// of the limit's resource and its selector pins the limit's model and node
+// labels, else nothing.
+func GPUsCounted(l quotav1alpha1.GPULimit, c quotav1alpha1.QuotaCharge) int64 {
+	if c.GPUs <= 0 || c.ResourceName != limitResource(l) {
+		return 0
+	}
+	if l.GPUModel != "" && c.Selector[gpu.ModelLabel] != l.GPUModel {
+		return 0
+	}
+	for k, v := range l.NodeSelector {
+		if got, ok := c.Selector[k]; !ok || got != v {
+			return 0
+		}
+	}
+	return c.GPUs
+}
+
+// Usage sums charges against limits: the workspace count always, each GPU
+// limit (0 when nothing counts), CPU and memory when limited.
+func Usage(hard quotav1alpha1.QuotaLimits, charges []quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaUsage {
+	u := quotav1alpha1.QuotaUsage{Workspaces: int64(len(charges))}
+	for _, l := range hard.GPUs {
+		gu := quotav1alpha1.GPUUsage{Name: l.Name}
+		for _, c := range charges {
+			gu.Count += GPUsCounted(l, c)
+		}
+		u.GPUs = append(u.GPUs, gu)
+	}
+	if hard.CPU != nil {
+		u.CPU = sum(charges, func(c quotav1alpha1.QuotaCharge) *resource.Quantity { return c.CPU })
+	}
+	if hard.Memory != nil {
+		u.Memory = sum(charges, func(c quotav1alpha1.QuotaCharge) *resource.Quantity { return c.Memory })
+	}
+	return u
+}
+
+func sum(charges []quotav1alpha1.QuotaCharge, of func(quotav1alpha1.QuotaCharge) *resource.Quantity) *resource.Quantity {
+	total := resource.NewQuantity(0, resource.DecimalSI)
+	for _, c := range charges {
+		if q := of(c); q != nil {
+			total.Add(*q)
+		}
+	}
+	return total
+}
+
+// Excess is one limit a charge does not fit.
+type Excess struct {
+	// Limit names the limit: workspaces, cpu, memory or gpus "<name>".
+	Limit string
+	// Requested, Used and Hard are the charge's amount, what others use, and the limit.
+	Requested, Used, Hard string
+}
+
+func (e Excess) String() string {
+	return fmt.Sprintf("%s: %s requested, %s of %s used", e.Limit, e.Requested, e.Used, e.Hard)
+}
+
+// Check returns the limits of a quota that a charge does not fit beside
+// every other charge of its ledger (an earlier charge of the same workspace
+// is replaced, not added to). A charge that asks nothing of a limit fits it
+// even when others use more than it allows (after the quota was lowered).
+func Check(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []Excess {
+	others, _ := Remove(q.Status.Charges, c.UID)
+	hard := q.Spec.Hard
+	used := Usage(hard, others)
+	mine := Usage(hard, []quotav1alpha1.QuotaCharge{c})
+	var out []Excess
+	if hard.Workspaces != nil && used.Workspaces+1 > *hard.Workspaces {
+		out = append(out, Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.Workspaces), Hard: fmt.Sprint(*hard.Workspaces)})
+	}
+	for i, l := range hard.GPUs {
+		if req := mine.GPUs[i].Count; req > 0 && used.GPUs[i].Count+req > l.Count {
+			out = append(out, Excess{Limit: fmt.Sprintf("gpus %q", l.Name), Requested: fmt.Sprint(req),
+				Used: fmt.Sprint(used.GPUs[i].Count), Hard: fmt.Sprint(l.Count)})
+		}
+	}
+	for _, r := range []struct {
+		name             string
+		hard, used, mine *resource.Quantity
+	}{{"cpu", hard.CPU, used.CPU, mine.CPU}, {"memory", hard.Memory, used.Memory, mine.Memory}} {
+		if r.hard == nil || r.mine.IsZero() {
+			continue
+		}
+		total := r.used.DeepCopy()
+		total.Add(*r.mine)
+		if total.Cmp(*r.hard) > 0 {
+			out = append(out, Excess{Limit: r.name, Requested: r.mine.String(), Used: r.used.String(), Hard: r.hard.String()})
+		}
+	}
+	return out
+}
+
+// Find returns the charge of a workspace, or nil.
+func Find(charges []quotav1alpha1.QuotaCharge, uid types.UID) *quotav1alpha1.QuotaCharge {
+	for i := range charges {
+		if charges[i].UID == uid {
+			return &charges[i]
+		}
+	}
+	return nil
+}
+
+// Upsert returns the ledger with a workspace's charge added or replaced,
+// sorted by namespace and name.
+func Upsert(charges []quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []quotav1alpha1.QuotaCharge {
+	out, _ := Remove(charges, c.UID)
+	out = append(out, c)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Remove returns the ledger without a workspace's charge, and whether it had one.
+func Remove(charges []quotav1alpha1.QuotaCharge, uid types.UID) ([]quotav1alpha1.QuotaCharge, bool) {
+	out := make([]quotav1alpha1.QuotaCharge, 0, len(charges))
+	found := false
+	for _, c := range charges {
+		if c.UID == uid {
+			found = true
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, found
+}
+
+// SameCharge reports whether two charges hold the same, whenever they were written.
+func SameCharge(a, b quotav1alpha1.QuotaCharge) bool {
+	a.ChargedAt, b.ChargedAt = metav1.Time{}, metav1.Time{}
+	return a.Namespace == b.Namespace && a.Name == b.Name && a.UID == b.UID && a.GPUs == b.GPUs &&
+		a.ResourceName == b.ResourceName && sameLabels(a.Selector, b.Selector) &&
+		sameQuantity(a.CPU, b.CPU) && sameQuantity(a.Memory, b.Memory)
+}
+
+func sameLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if got, ok := b[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameQuantity(a, b *resource.Quantity) bool {
+	if a == nil || b == nil {
+		return (a == nil || a.IsZero()) && (b == nil || b.IsZero())
+	}
+	return a.Cmp(*b) == 0
+}
+
+// Refresh recomputes what a quota's status derives from its ledger: the
+// total and per-namespace usage, the summary and the WithinLimits
+// condition. Every writer of the ledger calls it before writing.
+func Refresh(q *quotav1alpha1.TenantQuota) {
+	hard := q.Spec.Hard
+	st := &q.Status
+	st.Used = Usage(hard, st.Charges)
+	byNS := map[string][]quotav1alpha1.QuotaCharge{}
+	for _, c := range st.Charges {
+		byNS[c.Namespace] = append(byNS[c.Namespace], c)
+	}
+	st.Namespaces = nil
+	for ns, cs := range byNS {
+		st.Namespaces = append(st.Namespaces, quotav1alpha1.NamespaceUsage{Namespace: ns, Used: Usage(hard, cs)})
+	}
+	sort.Slice(st.Namespaces, func(i, j int) bool { return st.Namespaces[i].Namespace < st.Namespaces[j].Namespace })
+	over := overLimits(hard, st.Used)
+	st.Summary = summary(hard, st.Used)
+	if len(over) > 0 {
+		conditions.MarkFalse(q, quotav1alpha1.WithinLimitsCondition, quotav1alpha1.OverLimitReason,
+			"Used exceeds %s; new workspaces wait, running ones stay", strings.Join(over, ", "))
+	} else {
+		conditions.MarkTrue(q, quotav1alpha1.WithinLimitsCondition, quotav1alpha1.EnforcedReason, "Used is within every limit")
+	}
+}
+
+// overLimits names the limits that usage exceeds.
+func overLimits(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) []string {
+	var out []string
+	if hard.Workspaces != nil && u.Workspaces > *hard.Workspaces {
+		out = append(out, "workspaces")
+	}
+	for i, l := range hard.GPUs {
+		if u.GPUs[i].Count > l.Count {
+			out = append(out, fmt.Sprintf("gpus %q", l.Name))
+		}
+	}
+	if hard.CPU != nil && u.CPU.Cmp(*hard.CPU) > 0 {
+		out = append(out, "cpu")
+	}
+	if hard.Memory != nil && u.Memory.Cmp(*hard.Memory) > 0 {
+		out = append(out, "memory")
+	}
+	return out
+}
+
+// summary is used against hard for every limit set, e.g.
+// "gpus/h100: 6/8, workspaces: 3/10".
+func summary(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) string {
+	var parts []string
+	for i, l := range hard.GPUs {
+		parts = append(parts, fmt.Sprintf("gpus/%s: %d/%d", l.Name, u.GPUs[i].Count, l.Count))
+	}
+	if hard.Workspaces != nil {
+		parts = append(parts, fmt.Sprintf("workspaces: %d/%d", u.Workspaces, *hard.Workspaces))
+	} else {
+		parts = append(parts, fmt.Sprintf("workspaces: %d", u.Workspaces))
+	}
+	if hard.CPU != nil {
+		parts = append(parts, fmt.Sprintf("cpu: %s/%s", u.CPU, hard.CPU))
+	}
+	if hard.Memory != nil {
+		parts = append(parts, fmt.Sprintf("memory: %s/%s", u.Memory, hard.Memory))
+	}
+	return strings.Join(parts, ", ")
+}
