@@ -140,6 +140,11 @@ image: $(IMAGE_BUILDER) $(CYCLONEDX) ## Build the multi-arch OCI image without D
 	  -repository $(IMAGE_REPO) -tag $(IMAGE_TAG) -source-date-epoch $(SOURCE_DATE_EPOCH) -version $(VERSION) \
 	  -revision $(COMMIT) -source $(IMAGE_SOURCE) -licenses $(IMAGE_LICENSES) "$$@"
 
+.PHONY: binary-size
+binary-size: ## Print how much of the manager's code each module is (from an unstripped static build in bin/).
+	CGO_ENABLED=0 go build $(GO_BUILD_FLAGS) -o bin/apiary-unstripped .
+	go -C hack/image run ./binsize $(CURDIR)/bin/apiary-unstripped 25
+
 .PHONY: image-host
 image-host: ## The image for the host's architecture only, into bin/image-host (what make test opens).
 	$(MAKE) --no-print-directory image PLATFORMS=linux/$(HOST_ARCH) IMAGE_DIR=$(APIARY_IMAGE_DIR)
