@@ -133,7 +133,7 @@ image: $(IMAGE_BUILDER) $(CYCLONEDX) ## Build the multi-arch OCI image without D
 	  sbom=$(IMAGE_DIR)/sbom/apiary-$(IMAGE_TAG)-$$os-$$arch.cdx.json; \
 	  echo ">> $$p: building $$bin ($(VERSION), $(COMMIT))"; $(call go-build-static,$$os,$$arch,$$bin); \
 	  echo ">> $$p: SBOM $$sbom"; GOOS=$$os GOARCH=$$arch GOPROXY=off $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp \
-	    -version $(VERSION) -output $$sbom $$bin 2>$$sbom.log || { cat $$sbom.log; exit 1; }; \
+	    -version $(VERSION) -output $$sbom $$bin 2>$(IMAGE_DIR)/sbom-$$os-$$arch.log || { cat $(IMAGE_DIR)/sbom-$$os-$$arch.log; exit 1; }; \
 	  set -- "$$@" -binary $$p=$$bin; done; \
 	echo ">> assembling $(IMAGE) for $(PLATFORMS)"; \
 	$(IMAGE_BUILDER) -layout $(IMAGE_DIR)/oci -tarball $(IMAGE_DIR)/apiary-$(IMAGE_TAG).oci.tar \
