@@ -197,6 +197,8 @@ type Decision struct {
 	// with its resource; Total their allocatable GPUs.
 	Matching int
 	Total    int64
+	// LargestNode is the most GPUs one matching node offers.
+	LargestNode int64
 	// Free is what the matching nodes have free for this request, after
 	// bound pods, admissions in force and the older requests placed ahead
 	// of it; Largest is the most free on one node.

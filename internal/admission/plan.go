@@ -323,6 +323,7 @@ func (p *planner) describe(req Request, resource, vendor string, avail func(stri
 		}
 		d.Matching++
 		d.Total += allocatable(n, resource)
+		d.LargestNode = max(d.LargestNode, allocatable(n, resource))
 		if avail == nil || allocatable(n, resource) < req.PerReplica {
 			continue
 		}

@@ -12,9 +12,9 @@ import (
 
 var fuzzSelectors = []map[string]string{nil, h100, {"exalsius.ai/gpu-model": "A100"}, {"pool": "x"}, {"pool": "x", "exalsius.ai/gpu-model": "H100"}}
 
-// FuzzCheck: a charge Check accepts never takes a limit it counts for over
-// its hard value, and one it refuses would: for every refusal, at least one
-// limit the charge counts for ends above hard once the charge is added.
+// FuzzCheck: Check refuses a charge exactly on the limits it asks more of
+// than the workspace's earlier charge and that would end above hard once
+// it is added: an accepted growth never takes a limit over hard.
 // go test ./internal/quota -run '^$' -fuzz FuzzCheck -fuzztime 60s
 func FuzzCheck(f *testing.F) {
 	f.Add([]byte{3, 8, 4, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
@@ -59,16 +59,23 @@ func FuzzCheck(f *testing.F) {
 		excess := Check(q, c)
 		after := Usage(hard, Upsert(ledger, c))
 		mine := Usage(hard, []quotav1alpha1.QuotaCharge{c})
+		prev := Usage(hard, nil)
+		old := Find(ledger, c.UID)
+		if old != nil {
+			prev = Usage(hard, []quotav1alpha1.QuotaCharge{*old})
+		}
+		// Only what grows is checked: the limits the charge asks more of
+		// than the workspace's earlier charge, and that end above hard.
 		var over []string
-		if hard.Workspaces != nil && after.Workspaces > *hard.Workspaces {
+		if hard.Workspaces != nil && old == nil && after.Workspaces > *hard.Workspaces {
 			over = append(over, "workspaces")
 		}
 		for i, l := range hard.GPUs {
-			if mine.GPUs[i].Count > 0 && after.GPUs[i].Count > l.Count {
+			if mine.GPUs[i].Count > prev.GPUs[i].Count && after.GPUs[i].Count > l.Count {
 				over = append(over, l.Name)
 			}
 		}
-		if hard.CPU != nil && !mine.CPU.IsZero() && after.CPU.Cmp(*hard.CPU) > 0 {
+		if hard.CPU != nil && mine.CPU.Cmp(*prev.CPU) > 0 && after.CPU.Cmp(*hard.CPU) > 0 {
 			over = append(over, "cpu")
 		}
 		if len(excess) != len(over) {

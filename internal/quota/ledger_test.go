@@ -19,23 +19,36 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
-var env *testenv.Environment
+// env is the control plane of the Ledger's tests, started by the first of
+// them (the pure tests and the fuzz targets of the package need none) and
+// stopped by TestMain.
+var (
+	env     *testenv.Environment
+	envOnce sync.Once
+	envErr  error
+)
 
 func TestMain(m *testing.M) {
-	var err error
-	if env, err = testenv.Start(testenv.WithoutK0rdentCRDs()); err != nil {
-		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
-		os.Exit(1)
-	}
 	code := m.Run()
-	_ = env.Stop()
+	if env != nil {
+		_ = env.Stop()
+	}
 	os.Exit(code)
+}
+
+func startEnv(t *testing.T) {
+	t.Helper()
+	envOnce.Do(func() { env, envErr = testenv.Start(testenv.WithoutK0rdentCRDs()) })
+	if envErr != nil {
+		t.Fatalf("starting control plane: %v", envErr)
+	}
 }
 
 // replica is what one Apiary process has: an informer cache for reads, and
 // a Ledger over it.
 func replica(t *testing.T) *Ledger {
 	t.Helper()
+	startEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	c, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme})
@@ -59,6 +72,7 @@ func replica(t *testing.T) *Ledger {
 
 func createQuota(t *testing.T, name string, hard quotav1alpha1.QuotaLimits) {
 	t.Helper()
+	startEnv(t)
 	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: quotav1alpha1.TenantQuotaSpec{Hard: hard}}
 	if err := env.Client.Create(context.Background(), q); err != nil {
 		t.Fatal(err)

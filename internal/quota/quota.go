@@ -138,36 +138,76 @@ func (e Excess) String() string {
 }
 
 // Check returns the limits of a quota that a charge does not fit beside
-// every other charge of its ledger (an earlier charge of the same workspace
-// is replaced, not added to). A charge that asks nothing of a limit fits it
-// even when others use more than it allows (after the quota was lowered).
+// every other charge of its ledger. An earlier charge of the same workspace
+// is replaced, and only what grows is checked, as Kubernetes charges an
+// update by its delta: a charge that asks no more of a limit than before
+// fits it even when the others use more than it allows (after the quota was
+// lowered), so a workspace that shrinks never waits.
 func Check(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []Excess {
-	others, _ := Remove(q.Status.Charges, c.UID)
+	var out []Excess
+	for _, l := range growth(q, c) {
+		if l.exceeds {
+			out = append(out, l.Excess)
+		}
+	}
+	return out
+}
+
+// Blocks reports whether an older charge that does not fit a quota waits on
+// a limit that a younger charge asks more of: first come, first served
+// within a quota, the younger waits behind it.
+func Blocks(q *quotav1alpha1.TenantQuota, older, younger quotav1alpha1.QuotaCharge) bool {
+	needs := map[string]bool{}
+	for _, l := range growth(q, younger) {
+		needs[l.Limit] = true
+	}
+	for _, e := range Check(q, older) {
+		if needs[e.Limit] {
+			return true
+		}
+	}
+	return false
+}
+
+// limitGrowth is a limit that a charge asks more of than the workspace's
+// earlier charge, and whether it then ends above hard.
+type limitGrowth struct {
+	Excess
+	exceeds bool
+}
+
+// growth lists the limits of a quota that a charge asks more of.
+func growth(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []limitGrowth {
+	others, had := Remove(q.Status.Charges, c.UID)
 	hard := q.Spec.Hard
 	used := Usage(hard, others)
 	mine := Usage(hard, []quotav1alpha1.QuotaCharge{c})
-	var out []Excess
-	if hard.Workspaces != nil && used.Workspaces+1 > *hard.Workspaces {
-		out = append(out, Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.Workspaces), Hard: fmt.Sprint(*hard.Workspaces)})
+	before := Usage(hard, nil)
+	if old := Find(q.Status.Charges, c.UID); old != nil {
+		before = Usage(hard, []quotav1alpha1.QuotaCharge{*old})
+	}
+	var out []limitGrowth
+	if hard.Workspaces != nil && !had {
+		out = append(out, limitGrowth{Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.Workspaces),
+			Hard: fmt.Sprint(*hard.Workspaces)}, used.Workspaces+1 > *hard.Workspaces})
 	}
 	for i, l := range hard.GPUs {
-		if req := mine.GPUs[i].Count; req > 0 && used.GPUs[i].Count+req > l.Count {
-			out = append(out, Excess{Limit: fmt.Sprintf("gpus %q", l.Name), Requested: fmt.Sprint(req),
-				Used: fmt.Sprint(used.GPUs[i].Count), Hard: fmt.Sprint(l.Count)})
+		if req := mine.GPUs[i].Count; req > before.GPUs[i].Count {
+			out = append(out, limitGrowth{Excess{Limit: fmt.Sprintf("gpus %q", l.Name), Requested: fmt.Sprint(req),
+				Used: fmt.Sprint(used.GPUs[i].Count), Hard: fmt.Sprint(l.Count)}, used.GPUs[i].Count+req > l.Count})
 		}
 	}
 	for _, r := range []struct {
-		name             string
-		hard, used, mine *resource.Quantity
-	}{{"cpu", hard.CPU, used.CPU, mine.CPU}, {"memory", hard.Memory, used.Memory, mine.Memory}} {
-		if r.hard == nil || r.mine.IsZero() {
+		name                     string
+		hard, used, mine, before *resource.Quantity
+	}{{"cpu", hard.CPU, used.CPU, mine.CPU, before.CPU}, {"memory", hard.Memory, used.Memory, mine.Memory, before.Memory}} {
+		if r.hard == nil || r.mine.Cmp(*r.before) <= 0 {
 			continue
 		}
 		total := r.used.DeepCopy()
 		total.Add(*r.mine)
-		if total.Cmp(*r.hard) > 0 {
-			out = append(out, Excess{Limit: r.name, Requested: r.mine.String(), Used: r.used.String(), Hard: r.hard.String()})
-		}
+		out = append(out, limitGrowth{Excess{Limit: r.name, Requested: r.mine.String(), Used: r.used.String(), Hard: r.hard.String()},
+			total.Cmp(*r.hard) > 0})
 	}
 	return out
 }
@@ -302,4 +342,32 @@ func summary(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) string 
 		parts = append(parts, fmt.Sprintf("memory: %s/%s", u.Memory, hard.Memory))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// RoomGrew reports whether a quota may now admit what it refused before:
+// its spec changed, or a charge went or shrank.
+func RoomGrew(old, cur *quotav1alpha1.TenantQuota) bool {
+	if old.Generation != cur.Generation {
+		return true
+	}
+	for _, c := range old.Status.Charges {
+		n := Find(cur.Status.Charges, c.UID)
+		if n == nil {
+			return true
+		}
+		if n.GPUs < c.GPUs || lessQuantity(n.CPU, c.CPU) || lessQuantity(n.Memory, c.Memory) {
+			return true
+		}
+	}
+	return false
+}
+
+func lessQuantity(a, b *resource.Quantity) bool {
+	switch {
+	case b == nil:
+		return false
+	case a == nil:
+		return !b.IsZero()
+	}
+	return a.Cmp(*b) < 0
 }

@@ -79,6 +79,10 @@ func TestCheck(t *testing.T) {
 			c: charge("b", "w", 0, nil), exceeds: []string{"workspaces: 1 requested, 3 of 3 used"}},
 		{name: "a workspace's earlier charge is replaced, not added to", ledger: []quotav1alpha1.QuotaCharge{charge("a", "x", 6, nil)},
 			c: charge("a", "x", 8, nil)},
+		{name: "a workspace that shrinks fits a quota lowered below what is used",
+			ledger: []quotav1alpha1.QuotaCharge{charge("a", "x", 6, nil), charge("a", "y", 4, nil)}, c: charge("a", "x", 5, nil)},
+		{name: "a workspace already counted is not counted again", ledger: []quotav1alpha1.QuotaCharge{charge("a", "x", 0, nil), charge("a", "y", 0, nil), charge("a", "z", 0, nil)},
+			c: charge("a", "z", 1, nil)},
 		{name: "cpu", ledger: []quotav1alpha1.QuotaCharge{withCPU(charge("a", "x", 0, nil), "8")}, c: withCPU(charge("a", "y", 0, nil), "2500m"),
 			exceeds: []string{"cpu: 2500m requested, 8 of 10 used"}},
 		{name: "a charge that asks nothing of an exceeded limit fits (the quota was lowered)",
@@ -171,4 +175,15 @@ func TestSameChargeIgnoresTheTimeAndEqualQuantities(t *testing.T) {
 	g.Expect(SameCharge(a, *b)).To(BeTrue())
 	b.Selector = map[string]string{"exalsius.ai/gpu-model": "A100"}
 	g.Expect(SameCharge(a, *b)).To(BeFalse())
+}
+
+func TestBlocksOnlyOnALimitBothNeed(t *testing.T) {
+	g := NewWithT(t)
+	q := tenantQuota(quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](10),
+		GPUs: []quotav1alpha1.GPULimit{{Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 4}, {Name: "all", ResourceName: nv, Count: 16}}},
+		charge("a", "running", 3, h100))
+	big := charge("a", "big", 2, h100)                                   // waits: h100 has 1 left
+	g.Expect(Blocks(q, big, charge("b", "small", 1, h100))).To(BeTrue()) // needs h100 too
+	g.Expect(Blocks(q, big, charge("b", "other", 1, nil))).To(BeFalse()) // needs only "all"
+	g.Expect(Blocks(q, charge("a", "fits", 1, h100), charge("b", "x", 1, h100))).To(BeFalse(), "an older charge that fits blocks nobody")
 }
