@@ -11,6 +11,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
@@ -46,6 +47,14 @@ func main() {
 		"The number of WorkspaceClass workers.")
 	flag.IntVar(&opts.Concurrency.WorkspaceDeployment, "workspacedeployment-concurrency", opts.Concurrency.WorkspaceDeployment,
 		"The number of WorkspaceDeployment workers.")
+	flag.IntVar(&opts.Concurrency.TenantQuota, "tenantquota-concurrency", opts.Concurrency.TenantQuota,
+		"The number of TenantQuota workers.")
+	flag.Func("gpu-queueing-policy", "How workspaces waiting for GPUs on a cluster are served: StrictFIFO (default; no workspace "+
+		"overtakes an older one that waits for a node it could use) or BestEffortFIFO (a younger one that fits goes ahead).",
+		func(v string) error {
+			opts.GPUQueueing = admission.Policy(v)
+			return opts.GPUQueueing.Validate()
+		})
 	flag.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
 		"How often to look for k0rdent's CRDs while they are missing (default 10s).")
 	flag.StringVar(&opts.BundleDir, "bundle-dir", "",

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -19,8 +20,10 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 )
 
@@ -57,6 +60,10 @@ type WorkspaceDeploymentReconciler struct {
 	// RouteSinks deliver access routes to regional clusters; direct
 	// server-side apply through Children when nil.
 	RouteSinks RouteSinks
+	// Ledger charges workspaces to TenantQuotas; quotas are not enforced when nil.
+	Ledger *quota.Ledger
+	// Policy orders the workspaces that wait for GPUs; StrictFIFO when empty.
+	Policy admission.Policy
 
 	gate     *gpuGate
 	rendered renderCache
@@ -105,19 +112,22 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
 		obj.Status.LastHandledReconcileAt = v
 	}
-	return r.reconcile(ctx, obj)
+	return r.reconcile(ctx, obj, sp)
 }
 
 // reconcile runs the workspace's steps in order; each either lets the next
 // run or ends the reconciliation with a phase that says why.
-func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
-	w := &workspaceRun{obj: obj}
+func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, sp *objectPatcher) (ctrl.Result, error) {
+	w := &workspaceRun{obj: obj, persist: func(ctx context.Context) error {
+		summarizeWorkspace(obj, nil)
+		return patchStatus(ctx, sp, obj, false)
+	}}
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
 		r.resolveClass,
 		r.resolveCluster,
 		r.resolveResources,
 		r.reconcilePrerequisites,
-		r.admitGPUs,
+		r.admit,
 		r.deploy,
 		r.observeRelease,
 		r.routeAccess,
@@ -140,6 +150,8 @@ type workspaceRun struct {
 	resolved workspacesv1.WorkspaceResourceSpec
 	selector map[string]string
 	demand   int64
+	// persist writes the status now, ahead of the reconciliation's end.
+	persist func(context.Context) error
 }
 
 // stepResult ends the reconciliation when stop is set.
@@ -190,8 +202,11 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	if !done {
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	}
+	if err := r.releaseQuotas(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	cdKey := clusterKey(obj)
-	r.gate.forget(cdKey, client.ObjectKeyFromObject(obj))
+	r.gate.forget(cdKey, obj.UID)
 	r.rendered.forget(client.ObjectKeyFromObject(obj))
 	if r.Children != nil {
 		r.Children.Release(cdKey, workspaceWatchOwner(obj))
@@ -218,9 +233,19 @@ func (r *WorkspaceDeploymentReconciler) notify(obj *workspacesv1.WorkspaceDeploy
 		}
 	}
 	if obj.Status.Phase == workspacesv1.PhaseWaiting {
-		reason = workspacesv1.WaitingForGPUCapacityReason
+		reason = waitingReason(obj)
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
+}
+
+// waitingReason is the reason a Waiting workspace waits: the quota's, else the gate's.
+func waitingReason(obj *workspacesv1.WorkspaceDeployment) string {
+	for _, t := range []string{workspacesv1.QuotaReservedCondition, workspacesv1.GPUCapacityCondition} {
+		if conditions.IsFalse(obj, t) {
+			return conditions.GetReason(obj, t)
+		}
+	}
+	return workspacesv1.WaitingForGPUCapacityReason
 }
 
 // workspaceOwner identifies a workspace to the delivery sink.

@@ -144,7 +144,6 @@ func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *w
 	case state != nil && state.State == k0rdentv1beta1.ServiceStateFailed:
 		msg := "Helm release failed: " + state.FailureMessage
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseFailedReason, "%s", msg)
-		r.gate.forget(w.cdKey, client.ObjectKeyFromObject(obj))
 		r.fail(ctx, obj, workspacesv1.HelmReleaseFailedReason, msg)
 		return stopWith(0), nil
 	case state != nil && state.State == k0rdentv1beta1.ServiceStateDeployed && current:

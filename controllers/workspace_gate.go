@@ -3,48 +3,42 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
 // waitingResync bounds how long a Waiting workspace goes without a look, on
-// top of the watches that wake it (node, pod and workspace changes).
+// top of the watches that wake it (node, pod, workspace and quota changes).
 const waitingResync = time.Minute
 
-// admission is the GPU demand of a workspace that passed the gate.
-type admission struct {
-	demand   int64
-	selector string
-}
-
-// gpuGate serialises GPU admissions per cluster and remembers what it
-// admitted: capacity is reserved for admitted workspaces until their pods are
-// bound and counted by the scheduler's own bookkeeping, so two workspaces
-// never take the same GPUs.
+// gpuGate serialises GPU admissions per cluster and remembers the admissions
+// it made until the cache shows them in the workspaces' status (Kueue's
+// "assume"), so that a decision never misses one made a moment before.
+// Everything else it needs is read anew for each decision.
 type gpuGate struct {
-	mu       sync.Mutex
-	locks    map[types.NamespacedName]*sync.Mutex
-	admitted map[types.NamespacedName]map[types.NamespacedName]admission
+	mu      sync.Mutex
+	locks   map[types.NamespacedName]*sync.Mutex
+	assumed map[types.NamespacedName]map[types.UID]*workspacesv1.WorkspaceAdmission
 }
 
 func newGPUGate() *gpuGate {
 	return &gpuGate{
-		locks:    map[types.NamespacedName]*sync.Mutex{},
-		admitted: map[types.NamespacedName]map[types.NamespacedName]admission{},
+		locks:   map[types.NamespacedName]*sync.Mutex{},
+		assumed: map[types.NamespacedName]map[types.UID]*workspacesv1.WorkspaceAdmission{},
 	}
 }
 
@@ -60,109 +54,191 @@ func (g *gpuGate) lock(cd types.NamespacedName) func() {
 	return l.Unlock
 }
 
-func (g *gpuGate) admit(cd, ws types.NamespacedName, a admission) {
+func (g *gpuGate) assume(cd types.NamespacedName, uid types.UID, a *workspacesv1.WorkspaceAdmission) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.admitted[cd] == nil {
-		g.admitted[cd] = map[types.NamespacedName]admission{}
+	if g.assumed[cd] == nil {
+		g.assumed[cd] = map[types.UID]*workspacesv1.WorkspaceAdmission{}
 	}
-	g.admitted[cd][ws] = a
+	g.assumed[cd][uid] = a.DeepCopy()
 }
 
-func (g *gpuGate) forget(cd, ws types.NamespacedName) {
+func (g *gpuGate) forget(cd types.NamespacedName, uid types.UID) {
 	if g == nil {
 		return
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	delete(g.admitted[cd], ws)
+	delete(g.assumed[cd], uid)
 }
 
-// snapshot returns the admissions of a cluster.
-func (g *gpuGate) snapshot(cd types.NamespacedName) map[types.NamespacedName]admission {
+// admissionOf returns the admission of a workspace of the cluster as the
+// gate must see it: the one it assumed when the cached status does not
+// carry it yet, else the status's, dropping an assumption the cache caught up with.
+func (g *gpuGate) admissionOf(cd types.NamespacedName, s *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceAdmission {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	out := make(map[types.NamespacedName]admission, len(g.admitted[cd]))
-	for k, v := range g.admitted[cd] {
-		out[k] = v
+	a, ok := g.assumed[cd][s.UID]
+	if !ok {
+		return s.Status.Admission
+	}
+	if equality.Semantic.DeepEqual(a, s.Status.Admission) {
+		delete(g.assumed[cd], s.UID)
+		return s.Status.Admission
+	}
+	return a
+}
+
+// gpuRequest is what the gate places of resolved resources: nil without GPUs.
+// The resource follows the vendor when one is set; the nodes decide otherwise.
+func gpuRequest(res workspacesv1.WorkspaceResourceSpec) *admission.Request {
+	pr := res.PerReplica
+	if plan.Demand(res) <= 0 {
+		return nil
+	}
+	req := &admission.Request{Selector: plan.GPUSelector(res), PerReplica: int64(*pr.GPUCount), Replicas: 1}
+	if res.Replicas != nil {
+		req.Replicas = *res.Replicas
+	}
+	if pr.GPUVendor != nil && *pr.GPUVendor != "" {
+		req.Resource = values.ResourceNameFor(string(*pr.GPUVendor))
+	}
+	return req
+}
+
+// recordedRequest is the GPU request of an admission record.
+func recordedRequest(a *workspacesv1.WorkspaceAdmission) *admission.Admission {
+	if a == nil || a.GPUsPerReplica <= 0 || a.Replicas <= 0 {
+		return nil
+	}
+	out := &admission.Admission{Request: admission.Request{Selector: a.Selector, Resource: a.ResourceName,
+		PerReplica: a.GPUsPerReplica, Replicas: a.Replicas}}
+	for _, p := range a.Placement {
+		for range p.Replicas {
+			out.Placement = append(out.Placement, admission.Slot{Node: p.Node, GPUs: a.GPUsPerReplica})
+		}
 	}
 	return out
 }
 
-// admitted reports whether the workspace's current generation passed the gate.
-func admitted(obj *workspacesv1.WorkspaceDeployment) bool {
-	c := conditions.Get(obj, workspacesv1.GPUCapacityCondition)
-	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation
+// placementRecord groups the slots of a placement by consecutive node.
+func placementRecord(slots []admission.Slot) []workspacesv1.GPUPlacement {
+	var out []workspacesv1.GPUPlacement
+	for _, s := range slots {
+		if n := len(out); n > 0 && out[n-1].Node == s.Node {
+			out[n-1].Replicas++
+			continue
+		}
+		out = append(out, workspacesv1.GPUPlacement{Node: s.Node, Replicas: 1})
+	}
+	return out
 }
 
-// admitGPUs is the live GPU gate: the workspace proceeds only when the
-// matching nodes of its cluster have its GPUs free, after what running pods
-// request and what admitted workspaces reserve; the oldest waiting workspace
-// goes first. No matching GPU offering fails the workspace.
-func (r *WorkspaceDeploymentReconciler) admitGPUs(ctx context.Context, w *workspaceRun) (stepResult, error) {
-	obj := w.obj
-	self := client.ObjectKeyFromObject(obj)
-	if w.demand <= 0 {
-		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
-		r.gate.forget(w.cdKey, self)
-		return proceed, nil
-	}
-	if admitted(obj) {
-		if prev := obj.Status.ResolvedResources; prev != nil && prev.PerReplica != nil && prev.PerReplica.GPUVendor != nil {
-			r.stampVendor(w, string(*prev.PerReplica.GPUVendor))
-		}
-		r.gate.admit(w.cdKey, self, admission{demand: w.demand, selector: gpu.SelectorKey(w.selector)})
-		return proceed, nil
-	}
-	cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
-	if err != nil {
-		conditions.MarkUnknown(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ChildUnreachableReason, "%s", err)
-		pending(obj, "waiting for access to the child cluster: %s", err)
-		return stopWith(30 * time.Second), nil
-	}
-	nodes, err := cc.ListNodes(ctx)
-	if err != nil {
-		return stopWith(0), fmt.Errorf("listing nodes of %s: %w", w.cdKey, err)
-	}
-	pods, err := cc.ListPods(ctx)
-	if err != nil {
-		return stopWith(0), fmt.Errorf("listing pods of %s: %w", w.cdKey, err)
-	}
-
-	unlock := r.gate.lock(w.cdKey)
-	defer unlock()
-	capacity, found := gpu.Availability(nodes, pods, w.selector)
-	if !found {
-		msg := fmt.Sprintf("No GPU matching %s is available on cluster %q; choose a different cluster or GPU", describeSelector(w.selector), w.cdKey.Name)
-		conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, workspacesv1.GPUOfferingUnavailableReason, "%s", msg)
-		r.fail(ctx, obj, workspacesv1.GPUOfferingUnavailableReason, msg)
-		r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
-		return stopWith(0), nil
-	}
-	selKey := gpu.SelectorKey(w.selector)
+// decideGPUs reads the child cluster's nodes and pods and plans the
+// cluster's queue with the workspace's request in it. The caller holds the
+// cluster's lock. stop is set, with the step's result, when the child
+// cannot be read.
+func (r *WorkspaceDeploymentReconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admission.Request, nodes []corev1.Node,
+	pods []corev1.Pod) (admission.Decision, error) {
 	siblings, err := r.clusterWorkspaces(ctx, w.cdKey)
 	if err != nil {
-		return stopWith(0), err
+		return admission.Decision{}, err
 	}
-	reserved := r.reserved(w.cdKey, self, selKey, siblings, pods, capacity.ResourceName)
-	free := max(capacity.Free-reserved, 0)
-	ahead := olderWaiting(obj, siblings, selKey)
-	r.stampVendor(w, capacity.Vendor)
-	if free < w.demand || len(ahead) > 0 {
-		msg := fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q; %d currently free", w.demand, describeSelector(w.selector), w.cdKey.Name, free)
-		if free >= w.demand {
-			msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs matching %s on cluster %q: %s",
-				describeSelector(w.selector), w.cdKey.Name, strings.Join(ahead, ", "))
+	snap := admission.Snapshot{Nodes: admission.NodesFrom(nodes)}
+	owners := map[string]string{}
+	self := false
+	for i := range siblings {
+		s := &siblings[i]
+		if s.UID == w.obj.UID {
+			s, self = w.obj, true
 		}
-		conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason, "%s", msg)
-		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseWaiting, msg
-		return stopWith(jitter(waitingResync)), nil
+		owners[childNamespace(s.Name)] = client.ObjectKeyFromObject(s).String()
+		snap.Workspaces = append(snap.Workspaces, r.gateView(w, s, req))
 	}
-	r.gate.admit(w.cdKey, self, admission{demand: w.demand, selector: selKey})
-	conditions.MarkTrue(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ResourcesAvailableReason,
-		"%d of %d free %s GPUs on %d nodes admitted", w.demand, free, capacity.ResourceName, capacity.Nodes)
-	r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
-	return proceed, nil
+	if !self { // not in the cache yet
+		snap.Workspaces = append(snap.Workspaces, r.gateView(w, w.obj, req))
+		owners[childNamespace(w.obj.Name)] = client.ObjectKeyFromObject(w.obj).String()
+	}
+	snap.Pods = admission.PodsFrom(pods, func(ns string) string { return owners[ns] })
+	return admission.Decide(snap, client.ObjectKeyFromObject(w.obj).String(), r.Policy), nil
+}
+
+// gateView is how the gate sees one workspace of the cluster: its
+// admission in force (a Failed workspace holds only what its pods use), and
+// its pending request: the candidate's own, or a Waiting sibling's, read
+// from the resources stamped on its status.
+func (r *WorkspaceDeploymentReconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
+	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: s.CreationTimestamp.Time}
+	candidate := s.UID == w.obj.UID
+	a := r.gate.admissionOf(w.cdKey, s)
+	if a != nil && a.Cluster == w.cdKey.String() && s.Status.Phase != workspacesv1.PhaseFailed {
+		out.Admitted = recordedRequest(a)
+	}
+	if a == nil && !candidate && delivered(s) && s.Status.Phase != workspacesv1.PhaseFailed && s.Status.ResolvedResources != nil {
+		// Delivered before admissions were recorded (an upgrade, or another
+		// controller): its request holds, placed first-fit.
+		if g := gpuRequest(*s.Status.ResolvedResources); g != nil {
+			out.Admitted = &admission.Admission{Request: *g}
+		}
+	}
+	switch {
+	case candidate:
+		out.Pending = req
+	case s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil:
+		out.Pending = gpuRequest(*s.Status.ResolvedResources)
+		out.QuotaBlocked = conditions.IsFalse(s, workspacesv1.QuotaReservedCondition)
+	}
+	return out
+}
+
+// delivered reports whether objects were delivered for a workspace.
+func delivered(s *workspacesv1.WorkspaceDeployment) bool {
+	d := s.Status.Delivery
+	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0
+}
+
+// gpuVerdict turns a decision that is not Admit into the workspace's status.
+func (r *WorkspaceDeploymentReconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admission.Request, d admission.Decision) stepResult {
+	obj := w.obj
+	what := describeSelector(req.Selector)
+	switch d.Reason {
+	case admission.NoOffering:
+		msg := fmt.Sprintf("No GPU matching %s is available on cluster %q; choose a different cluster or GPU", what, w.cdKey.Name)
+		return r.failGate(ctx, w, workspacesv1.GPUOfferingUnavailableReason, msg)
+	case admission.ReplicaTooLarge:
+		msg := fmt.Sprintf("Each replica asks for %d GPU(s), but no node matching %s on cluster %q has more than %d; choose fewer GPUs per replica, or another cluster",
+			req.PerReplica, what, w.cdKey.Name, d.LargestNode)
+		return r.failGate(ctx, w, workspacesv1.GPUReplicaTooLargeReason, msg)
+	}
+	reason, msg := workspacesv1.WaitingForGPUCapacityReason,
+		fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q; %d currently free", req.Demand(), what, w.cdKey.Name, d.Free)
+	switch d.Reason {
+	case admission.Fragmented:
+		reason = workspacesv1.GPUCapacityFragmentedReason
+		msg = fmt.Sprintf("Waiting for a node with %d free GPU(s) matching %s on cluster %q for each of %d replica(s); %d are free in all, at most %d on one node",
+			req.PerReplica, what, w.cdKey.Name, req.Replicas, d.Free, d.Largest)
+	case admission.Queued:
+		reason = workspacesv1.WaitingBehindOlderReason
+		msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs on the same nodes of cluster %q: %s", w.cdKey.Name, strings.Join(d.Ahead, ", "))
+	}
+	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
+	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+	waiting(w, msg)
+	return stopWith(jitter(waitingResync))
+}
+
+func (r *WorkspaceDeploymentReconciler) failGate(ctx context.Context, w *workspaceRun, reason, msg string) stepResult {
+	conditions.MarkFalse(w.obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
+	r.fail(ctx, w.obj, reason, msg)
+	r.Children.Release(w.cdKey, workspaceWatchOwner(w.obj))
+	return stopWith(0)
+}
+
+// waiting puts the workspace in Waiting, its resolved resources on its
+// status so the gate can read its request while it waits.
+func waiting(w *workspaceRun, msg string) {
+	w.obj.Status.ResolvedResources = w.resolved.DeepCopy()
+	w.obj.Status.Phase, w.obj.Status.Message = workspacesv1.PhaseWaiting, msg
 }
 
 // stampVendor records the vendor the gate found when the workspace left it unset.
@@ -184,75 +260,6 @@ func (r *WorkspaceDeploymentReconciler) clusterWorkspaces(ctx context.Context, c
 	return list.Items, nil
 }
 
-// reserved is the demand of the other admitted workspaces with the same
-// selector that their bound pods do not account for yet.
-func (r *WorkspaceDeploymentReconciler) reserved(cd, self types.NamespacedName, selKey string, siblings []workspacesv1.WorkspaceDeployment,
-	pods []corev1.Pod, resource string) int64 {
-	live := map[types.NamespacedName]bool{}
-	for i := range siblings {
-		s := &siblings[i]
-		key := client.ObjectKeyFromObject(s)
-		live[key] = true
-		// Admissions made before a restart are read back from the status.
-		if admitted(s) && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil {
-			res := *s.Status.ResolvedResources
-			if d := plan.Demand(res); d > 0 {
-				r.gate.admit(cd, key, admission{demand: d, selector: gpu.SelectorKey(plan.GPUSelector(res))})
-			}
-		}
-	}
-	var total int64
-	for key, a := range r.gate.snapshot(cd) {
-		if !live[key] {
-			r.gate.forget(cd, key)
-			continue
-		}
-		if key == self || a.selector != selKey {
-			continue
-		}
-		total += max(a.demand-podRequests(pods, childNamespace(key.Name), resource), 0)
-	}
-	return total
-}
-
-// olderWaiting lists the Waiting workspaces of the same cluster and selector
-// that came first (creation time, then UID).
-func olderWaiting(obj *workspacesv1.WorkspaceDeployment, siblings []workspacesv1.WorkspaceDeployment, selKey string) []string {
-	var out []string
-	for i := range siblings {
-		s := &siblings[i]
-		if s.UID == obj.UID || s.Status.Phase != workspacesv1.PhaseWaiting || !s.DeletionTimestamp.IsZero() {
-			continue
-		}
-		res := values.MergeResources(nil, s.Spec.Resources)
-		if s.Status.ResolvedResources != nil {
-			res = *s.Status.ResolvedResources
-		}
-		if gpu.SelectorKey(plan.GPUSelector(res)) != selKey {
-			continue
-		}
-		older := s.CreationTimestamp.Before(&obj.CreationTimestamp) ||
-			(s.CreationTimestamp.Equal(&obj.CreationTimestamp) && s.UID < obj.UID)
-		if older {
-			out = append(out, s.Namespace+"/"+s.Name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-// podRequests sums what the live pods of a namespace request of a resource.
-func podRequests(pods []corev1.Pod, namespace, resource string) int64 {
-	var total int64
-	for _, p := range pods {
-		if p.Namespace != namespace || p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		total += gpu.PodRequest(&p, corev1.ResourceName(resource))
-	}
-	return total
-}
-
 func describeSelector(sel map[string]string) string {
 	if len(sel) == 0 {
 		return "any GPU"
@@ -262,3 +269,6 @@ func describeSelector(sel map[string]string) string {
 	}
 	return fmt.Sprintf("selector %v", sel)
 }
+
+// admittedAt is the time of an admission made now.
+func admittedAt() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,8 +17,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -36,6 +40,12 @@ const (
 // workspace waits for GPUs.
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
+	if r.Policy == "" {
+		r.Policy = admission.StrictFIFO
+	}
+	if err := r.Policy.Validate(); err != nil {
+		return err
+	}
 	if err := r.setupRoutes(mgr); err != nil {
 		return err
 	}
@@ -43,6 +53,15 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	if err := indexer.IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, workspaceClusterIndex,
 		func(o client.Object) []string {
 			return []string{clusterKey(o.(*workspacesv1.WorkspaceDeployment)).String()}
+		}); err != nil {
+		return err
+	}
+	if err := indexer.IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, workspaceQuotaWaitIndex,
+		func(o client.Object) []string {
+			if conditions.IsFalse(o.(*workspacesv1.WorkspaceDeployment), workspacesv1.QuotaReservedCondition) {
+				return []string{"true"}
+			}
+			return nil
 		}); err != nil {
 		return err
 	}
@@ -86,6 +105,16 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 				DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			})).
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.routedViaRegional)).
+		// A quota that gives room, or a namespace that changes tenant, may
+		// let the workspaces waiting for a quota in.
+		Watches(&quotav1alpha1.TenantQuota{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
+			builder.WithPredicates(predicate.Funcs{
+				UpdateFunc: func(e event.UpdateEvent) bool {
+					return quota.RoomGrew(e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota))
+				},
+			})).
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaitersIn),
+			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
 		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.waitingOnCluster),
@@ -177,6 +206,22 @@ func (r *WorkspaceDeploymentReconciler) waitingSiblings(ctx context.Context, o c
 	return requests(r.listBy(ctx, workspaceClusterIndex, clusterKey(w).String()), func(s *workspacesv1.WorkspaceDeployment) bool {
 		return s.UID != w.UID && s.Status.Phase == workspacesv1.PhaseWaiting
 	})
+}
+
+// quotaWaiters maps a quota's change to the workspaces that wait for room
+// in a quota.
+func (r *WorkspaceDeploymentReconciler) quotaWaiters(ctx context.Context, _ client.Object) []reconcile.Request {
+	return requests(r.listBy(ctx, workspaceQuotaWaitIndex, "true"), nil)
+}
+
+// quotaWaitersIn maps a namespace's label change to its workspaces that
+// wait, for a quota or for GPUs: which quotas select them may have changed.
+func (r *WorkspaceDeploymentReconciler) quotaWaitersIn(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return nil
+	}
+	return requests(list.Items, func(w *workspacesv1.WorkspaceDeployment) bool { return w.Status.Phase == workspacesv1.PhaseWaiting })
 }
 
 // waitingOnCluster maps a change in a child cluster to the workspaces that wait on it.

@@ -7,13 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	"github.com/apiaryhq/apiary/controllers"
+	"github.com/apiaryhq/apiary/internal/quota"
 )
 
 var (
 	clusterDeploymentKind = schema.GroupVersionKind{Group: "k0rdent.mirantis.com", Version: "v1beta1", Kind: "ClusterDeployment"}
 	serviceSetKind        = schema.GroupVersionKind{Group: "k0rdent.mirantis.com", Version: "v1beta1", Kind: "ServiceSet"}
 	serviceTemplateKind   = schema.GroupVersionKind{Group: "k0rdent.mirantis.com", Version: "v1beta1", Kind: "ServiceTemplate"}
+	tenantQuotaKind       = quotav1alpha1.GroupVersion.WithKind("TenantQuota")
 )
 
 // controllers lists Apiary's controllers with the kinds each watches.
@@ -44,8 +47,9 @@ func (d *deps) controllers() []controllerSetup {
 		},
 		{
 			name:     "workspaces",
-			requires: d.requires(clusterDeploymentKind, serviceSetKind, serviceTemplateKind),
+			requires: d.requires(clusterDeploymentKind, serviceSetKind, serviceTemplateKind, tenantQuotaKind),
 			setup: func(mgr ctrl.Manager, opts Options) error {
+				ledger := &quota.Ledger{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 				if err := controllers.IndexWorkspaceClassRef(mgr); err != nil {
 					return fmt.Errorf("indexing workspaces by class: %w", err)
 				}
@@ -70,11 +74,24 @@ func (d *deps) controllers() []controllerSetup {
 					Settings:             d.settings(opts),
 					Gateway:              types.NamespacedName{Namespace: opts.WorkspaceGatewayNamespace, Name: opts.WorkspaceGatewayName},
 					RouteSinks:           d.routes,
+					Ledger:               ledger,
+					Policy:               opts.GPUQueueing,
 				}
 				if err := wsd.SetupWithManager(mgr, controllers.WorkspaceDeploymentReconcilerOptions{
 					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,
 				}); err != nil {
 					return fmt.Errorf("setting up the WorkspaceDeployment controller: %w", err)
+				}
+				tq := &controllers.TenantQuotaReconciler{
+					Client:        mgr.GetClient(),
+					APIReader:     mgr.GetAPIReader(),
+					EventRecorder: mgr.GetEventRecorder("apiary-tenantquota"),
+					Ledger:        ledger,
+				}
+				if err := tq.SetupWithManager(mgr, controllers.TenantQuotaReconcilerOptions{
+					MaxConcurrentReconciles: opts.Concurrency.TenantQuota,
+				}); err != nil {
+					return fmt.Errorf("setting up the TenantQuota controller: %w", err)
 				}
 				return nil
 			},

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/preflight"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 )
@@ -59,6 +60,9 @@ type Options struct {
 	// repository (delivery.AnnotationGitRepository); its commit settings,
 	// recipients and checkout folder apply to every tenant's sink.
 	TenantGit *GitOptions
+	// GPUQueueing orders the workspaces that wait for GPUs on a cluster:
+	// admission.StrictFIFO (the default) or admission.BestEffortFIFO.
+	GPUQueueing admission.Policy
 	// SkipControllerNameValidation allows several managers in one process
 	// (the sandbox's test runs one per delivery mode); controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -75,10 +79,11 @@ type Concurrency struct {
 	Colony              int
 	WorkspaceClass      int
 	WorkspaceDeployment int
+	TenantQuota         int
 }
 
 // DefaultConcurrency is the number of workers each controller runs by default.
-var DefaultConcurrency = Concurrency{Colony: 4, WorkspaceClass: 2, WorkspaceDeployment: 8}
+var DefaultConcurrency = Concurrency{Colony: 4, WorkspaceClass: 2, WorkspaceDeployment: 8, TenantQuota: 2}
 
 // controllerSetup registers one controller once the kinds it watches are served.
 type controllerSetup struct {
@@ -104,6 +109,11 @@ func Run(ctx context.Context, opts Options) error {
 func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if opts.RestConfig == nil {
 		return nil, nil, errors.New("no REST config")
+	}
+	if opts.GPUQueueing != "" {
+		if err := opts.GPUQueueing.Validate(); err != nil {
+			return nil, nil, err
+		}
 	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        apiaryscheme.New(),
