@@ -7,8 +7,8 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
@@ -61,7 +61,9 @@ func (r *TenantQuotaReconciler) SetupWithManager(mgr ctrl.Manager, opts TenantQu
 		For(&quotav1alpha1.TenantQuota{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.allQuotas),
 			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(e event.CreateEvent) bool { return e.Object.(*workspacesv1.WorkspaceDeployment).Status.Admission != nil },
+				CreateFunc: func(e event.CreateEvent) bool {
+					return e.Object.(*workspacesv1.WorkspaceDeployment).Status.Admission != nil
+				},
 				DeleteFunc:  func(event.DeleteEvent) bool { return true },
 				GenericFunc: func(event.GenericEvent) bool { return false },
 				UpdateFunc: func(e event.UpdateEvent) bool {
