@@ -126,35 +126,54 @@ func (r *WorkspaceDeploymentReconciler) quotaWait(w *workspaceRun, reason, msg s
 	return stopWith(jitter(waitingResync))
 }
 
-// quotaQueueAhead lists the older workspaces that wait for room in one of
-// the quotas on a limit the charge also needs.
+// quotaQueueAhead lists the older workspaces waiting for room in one of
+// the quotas that the charge waits behind (quota.Ahead).
 func (r *WorkspaceDeploymentReconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.WorkspaceDeployment,
 	quotas []*quotav1alpha1.TenantQuota, charge quotav1alpha1.QuotaCharge) ([]string, error) {
 	list := &workspacesv1.WorkspaceDeploymentList{}
 	if err := r.List(ctx, list, client.MatchingFields{workspaceQuotaWaitIndex: "true"}); err != nil {
 		return nil, fmt.Errorf("listing workspaces waiting for quotas: %w", err)
 	}
-	var ahead []string
+	var older []*workspacesv1.WorkspaceDeployment
 	for i := range list.Items {
 		v := &list.Items[i]
-		if v.UID == obj.UID || !v.DeletionTimestamp.IsZero() || v.Status.Phase != workspacesv1.PhaseWaiting ||
-			v.Status.ResolvedResources == nil || !olderThan(v, obj) {
-			continue
-		}
-		labels, err := r.namespaceLabels(ctx, v.Namespace)
-		if err != nil {
-			return nil, err
-		}
-		vCharge := waitingCharge(v)
-		for _, q := range quotas {
-			if ok, _ := quota.Selects(q, labels); ok && quota.Blocks(q, vCharge, charge) {
-				ahead = append(ahead, v.Namespace+"/"+v.Name)
-				break
-			}
+		if v.UID != obj.UID && v.DeletionTimestamp.IsZero() && v.Status.Phase == workspacesv1.PhaseWaiting &&
+			v.Status.ResolvedResources != nil && olderThan(v, obj) {
+			older = append(older, v)
 		}
 	}
-	sort.Strings(ahead)
-	return ahead, nil
+	if len(older) == 0 {
+		return nil, nil
+	}
+	sort.Slice(older, func(i, j int) bool { return olderThan(older[i], older[j]) })
+	labels := map[string]map[string]string{}
+	ahead := map[string]bool{}
+	for _, q := range quotas {
+		var selected []*workspacesv1.WorkspaceDeployment
+		var charges []quotav1alpha1.QuotaCharge
+		for _, v := range older {
+			if _, ok := labels[v.Namespace]; !ok {
+				l, err := r.namespaceLabels(ctx, v.Namespace)
+				if err != nil {
+					return nil, err
+				}
+				labels[v.Namespace] = l
+			}
+			if ok, _ := quota.Selects(q, labels[v.Namespace]); ok {
+				selected = append(selected, v)
+				charges = append(charges, waitingCharge(v))
+			}
+		}
+		for _, i := range quota.Ahead(q, charges, charge) {
+			ahead[selected[i].Namespace+"/"+selected[i].Name] = true
+		}
+	}
+	out := make([]string, 0, len(ahead))
+	for k := range ahead {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
 }
 
 // waitingCharge is what a waiting workspace would charge, from the

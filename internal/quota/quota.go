@@ -145,28 +145,60 @@ func (e Excess) String() string {
 // lowered), so a workspace that shrinks never waits.
 func Check(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []Excess {
 	var out []Excess
-	for _, l := range growth(q, c) {
-		if l.exceeds {
-			out = append(out, l.Excess)
-		}
+	for _, l := range exceeding(growth(q, c)) {
+		out = append(out, l.Excess)
 	}
 	return out
 }
 
-// Blocks reports whether an older charge that does not fit a quota waits on
-// a limit that a younger charge asks more of: first come, first served
-// within a quota, the younger waits behind it.
-func Blocks(q *quotav1alpha1.TenantQuota, older, younger quotav1alpha1.QuotaCharge) bool {
+// Ahead returns which older waiting charges, first come first served, a
+// charge waits behind in a quota. Each older charge that fits is given its
+// room first; one that does not fit holds back a younger charge that asks
+// more of a limit it exceeds; and a charge that no longer fits once the
+// older ones that fit are in waits behind those that need a limit it needs.
+func Ahead(q *quotav1alpha1.TenantQuota, older []quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []int {
 	needs := map[string]bool{}
-	for _, l := range growth(q, younger) {
+	for _, l := range growth(q, c) {
 		needs[l.Limit] = true
 	}
-	for _, e := range Check(q, older) {
-		if needs[e.Limit] {
-			return true
+	shares := func(limits []limitGrowth) bool {
+		for _, l := range limits {
+			if needs[l.Limit] {
+				return true
+			}
+		}
+		return false
+	}
+	planned := q.DeepCopy()
+	var ahead, placed []int
+	for i, o := range older {
+		g := growth(planned, o)
+		if exceeded := exceeding(g); len(exceeded) > 0 {
+			if shares(exceeded) {
+				ahead = append(ahead, i)
+			}
+			continue
+		}
+		planned.Status.Charges = Upsert(planned.Status.Charges, o)
+		if shares(g) {
+			placed = append(placed, i)
 		}
 	}
-	return false
+	if len(Check(planned, c)) > 0 {
+		ahead = append(ahead, placed...)
+	}
+	sort.Ints(ahead)
+	return ahead
+}
+
+func exceeding(g []limitGrowth) []limitGrowth {
+	var out []limitGrowth
+	for _, l := range g {
+		if l.exceeds {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // limitGrowth is a limit that a charge asks more of than the workspace's

@@ -177,13 +177,17 @@ func TestSameChargeIgnoresTheTimeAndEqualQuantities(t *testing.T) {
 	g.Expect(SameCharge(a, *b)).To(BeFalse())
 }
 
-func TestBlocksOnlyOnALimitBothNeed(t *testing.T) {
+func TestAheadServesOlderChargesFirst(t *testing.T) {
 	g := NewWithT(t)
 	q := tenantQuota(quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](10),
 		GPUs: []quotav1alpha1.GPULimit{{Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 4}, {Name: "all", ResourceName: nv, Count: 16}}},
 		charge("a", "running", 3, h100))
-	big := charge("a", "big", 2, h100)                                   // waits: h100 has 1 left
-	g.Expect(Blocks(q, big, charge("b", "small", 1, h100))).To(BeTrue()) // needs h100 too
-	g.Expect(Blocks(q, big, charge("b", "other", 1, nil))).To(BeFalse()) // needs only "all"
-	g.Expect(Blocks(q, charge("a", "fits", 1, h100), charge("b", "x", 1, h100))).To(BeFalse(), "an older charge that fits blocks nobody")
+	big := charge("a", "big", 2, h100) // does not fit: h100 has 1 left
+	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{big}, charge("b", "small", 1, h100))).To(Equal([]int{0}), "needs h100 too")
+	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{big}, charge("b", "other", 1, nil))).To(BeEmpty(), "needs only \"all\"")
+
+	one := charge("a", "one", 1, h100) // fits, and takes the last h100
+	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one}, charge("b", "x", 1, h100))).To(Equal([]int{0}), "the room is the older one's")
+	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one}, charge("b", "y", 1, nil))).To(BeEmpty(), "room for both")
+	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one, big}, charge("b", "z", 1, map[string]string{"pool": "p"}))).To(BeEmpty())
 }
