@@ -1,0 +1,362 @@
+// Package admission_test proves GPU admission and tenant quotas end to end:
+// a management control plane with the k0rdent stand-in, one child control
+// plane holding each test's GPU nodes (and the pods a scheduler would have
+// bound), and an Apiary manager started by each test, so that tests can
+// restart it and choose its queueing policy. Tests run one after the other:
+// a request for "any GPU" sees every node of the child, so each test
+// removes its nodes and pods when it ends.
+package admission_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const timeout = 60 * time.Second
+
+var (
+	env, child *testenv.Environment
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if child, err = testenv.Start(testenv.Bare()); err != nil {
+		fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = child.Stop() }()
+	kubeconfig, err := child.Kubeconfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
+	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
+		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func logOutput() io.Writer {
+	if os.Getenv("APIARY_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+// proc is the Apiary manager of one test: started by apiary, stopped when
+// the test ends (after the test's workspaces are gone), and restartable.
+type proc struct {
+	t              *testing.T
+	policy         admission.Policy
+	crossNamespace bool
+	stop           func()
+}
+
+// apiary starts a manager for one test.
+func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *proc {
+	t.Helper()
+	p := &proc{t: t, policy: policy, crossNamespace: crossNamespace}
+	p.start()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// restart stops the manager, runs between while none runs, and starts another.
+func (p *proc) restart(between func()) {
+	p.stop()
+	between()
+	p.start()
+}
+
+func (p *proc) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, manager.Options{
+			RestConfig:                   env.Config,
+			MetricsBindAddress:           "0",
+			HealthProbeBindAddress:       "0",
+			Concurrency:                  manager.DefaultConcurrency,
+			CRDCheckInterval:             time.Second,
+			InventoryInterval:            time.Minute,
+			NoCrossNamespaceRefs:         !p.crossNamespace,
+			GPUQueueing:                  p.policy,
+			SkipControllerNameValidation: true,
+			Logger:                       ctrl.Log.WithName("apiary"),
+		})
+	}()
+	stopped := false
+	p.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				p.t.Errorf("manager: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			p.t.Error("manager did not stop within 30s")
+		}
+	}
+}
+
+// tenant creates a namespace with labels, a ready ClusterDeployment "c1" in
+// it, its template and credential, and a ServiceTemplate "tmpl".
+func tenant(t *testing.T, prefix string, labels map[string]string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := env.NewNamespace(t, prefix)
+	if len(labels) > 0 {
+		setNamespaceLabels(t, ns, labels)
+	}
+	for _, obj := range []client.Object{
+		standin.NewClusterTemplate(ns, "tpl", true),
+		standin.NewCredential(ns, "cred", true),
+		standin.NewServiceTemplate(ns, "tmpl", true, nil),
+	} {
+		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
+			t.Fatalf("creating %T: %v", obj, err)
+		}
+	}
+	cd := standin.NewClusterDeployment(ns, "c1", "tpl", "cred")
+	if err := env.Client.Create(ctx, cd); err != nil {
+		t.Fatalf("creating ClusterDeployment: %v", err)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
+		g.Expect(isTrue(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)).To(BeTrue())
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return ns
+}
+
+func setNamespaceLabels(t *testing.T, ns string, labels map[string]string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.Labels = labels
+	if err := env.Client.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func isTrue(conds []metav1.Condition, t string) bool {
+	for _, c := range conds {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// class creates a cluster-scoped WorkspaceClass on a namespace's template.
+func class(t *testing.T, ns string) string {
+	t.Helper()
+	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
+		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	if err := env.Client.Create(context.Background(), c); err != nil {
+		t.Fatalf("creating WorkspaceClass: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
+	return c.Name
+}
+
+// gpus asks for count GPUs per replica, with optional gpuType and selector.
+type gpus struct {
+	count    int32
+	replicas int32
+	model    string
+	selector map[string]string
+	cpu      string
+}
+
+// workspace creates a workspace of a class on the namespace's cluster c1
+// (or on cluster of namespace cdNS) and removes it when the test ends.
+func workspace(t *testing.T, ns, name, cls string, g gpus) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	w := &workspacesv1.WorkspaceDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{
+			WorkspaceClassRef:    cls,
+			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns},
+		},
+	}
+	w.Spec.Resources = g.resources()
+	create(t, w)
+	return w
+}
+
+func (g gpus) resources() *workspacesv1.WorkspaceResourceSpec {
+	per := &workspacesv1.PerReplicaResources{}
+	if g.count > 0 {
+		per.GPUCount = ptr.To(g.count)
+	}
+	if g.model != "" {
+		per.GPUType = ptr.To(g.model)
+	}
+	per.GPUNodeSelector = g.selector
+	if g.cpu != "" {
+		per.CPU = ptr.To(resource.MustParse(g.cpu))
+	}
+	res := &workspacesv1.WorkspaceResourceSpec{PerReplica: per}
+	if g.replicas > 0 {
+		res.Replicas = ptr.To(g.replicas)
+	}
+	return res
+}
+
+func create(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), w); err != nil {
+		t.Fatalf("creating workspace %s: %v", w.Name, err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, w) })
+}
+
+// deleteAndWait deletes a workspace and waits until it is gone (its
+// finalizer released while a manager runs).
+func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	ctx := context.Background()
+	_ = env.Client.Delete(ctx, w)
+	NewWithT(t).Eventually(func() bool {
+		return client.IgnoreNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})) == nil &&
+			env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{}) != nil
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
+}
+
+func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	out := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
+	return out
+}
+
+// eventuallyPhase waits for a phase and returns the workspace.
+func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	var out *workspacesv1.WorkspaceDeployment
+	NewWithT(t).Eventually(func(g Gomega) {
+		out = get(g, w)
+		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return out
+}
+
+// eventuallyWaiting waits until a workspace waits for a reason, of the
+// gate's condition or of QuotaReserved.
+func eventuallyWaiting(t *testing.T, w *workspacesv1.WorkspaceDeployment, condition, reason string) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	var out *workspacesv1.WorkspaceDeployment
+	NewWithT(t).Eventually(func(g Gomega) {
+		out = get(g, w)
+		g.Expect(out.Status.Phase).To(Equal(workspacesv1.PhaseWaiting), "message: %s", out.Status.Message)
+		c := cond(out, condition)
+		g.Expect(c).NotTo(BeNil(), "no %s condition", condition)
+		g.Expect(c.Reason).To(Equal(reason), "message: %s", c.Message)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return out
+}
+
+func cond(w *workspacesv1.WorkspaceDeployment, t string) *metav1.Condition {
+	for i := range w.Status.Conditions {
+		if w.Status.Conditions[i].Type == t {
+			return &w.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func running(t *testing.T, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	out := eventuallyPhase(t, w, workspacesv1.PhaseRunning)
+	NewWithT(t).Expect(isTrue(out.Status.Conditions, commonv1.ReadyCondition) || out.Status.Phase == workspacesv1.PhaseRunning).To(BeTrue())
+	return out
+}
+
+// gpuNode adds a GPU node to the child, removed (with its pods) when the test ends.
+func gpuNode(t *testing.T, name string, labels map[string]string, count int64) {
+	t.Helper()
+	ctx := context.Background()
+	if err := standin.AddGPUNode(ctx, child.Client, name, labels, "nvidia.com/gpu", count); err != nil {
+		t.Fatalf("adding node %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		_ = child.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	})
+}
+
+// boundPod creates a pod that a scheduler bound to a node, asking for GPUs,
+// in a namespace of the child (ws-<name> for a workspace's own pods).
+func boundPod(t *testing.T, namespace, name, node string, count int64) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if err := child.Client.Create(ctx, ns); client.IgnoreAlreadyExists(err) != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(count, resource.DecimalSI)}}}}},
+	}
+	if err := child.Client.Create(ctx, p); err != nil {
+		t.Fatalf("creating pod %s: %v", name, err)
+	}
+	t.Cleanup(func() { deletePod(t, p) })
+	return p
+}
+
+// deletePod removes a pod at once: no kubelet runs to confirm its end.
+func deletePod(t *testing.T, p *corev1.Pod) {
+	t.Helper()
+	_ = client.IgnoreNotFound(child.Client.Delete(context.Background(), p, client.GracePeriodSeconds(0)))
+}
+
+// serviceSets counts the ServiceSets of the namespace's workspaces.
+func serviceSets(g Gomega, ns string) []string {
+	list := &k0rdentv1beta1.ServiceSetList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, ss := range list.Items {
+		out = append(out, ss.Name)
+	}
+	return out
+}
