@@ -157,8 +157,9 @@ func Check(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []Excess {
 // more of a limit it exceeds; and a charge that no longer fits once the
 // older ones that fit are in waits behind those that need a limit it needs.
 func Ahead(q *quotav1alpha1.TenantQuota, older []quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []int {
+	planned := newTally(q)
 	needs := map[string]bool{}
-	for _, l := range growth(q, c) {
+	for _, l := range planned.growth(c) {
 		needs[l.Limit] = true
 	}
 	shares := func(limits []limitGrowth) bool {
@@ -169,22 +170,21 @@ func Ahead(q *quotav1alpha1.TenantQuota, older []quotav1alpha1.QuotaCharge, c qu
 		}
 		return false
 	}
-	planned := q.DeepCopy()
 	var ahead, placed []int
 	for i, o := range older {
-		g := growth(planned, o)
+		g := planned.growth(o)
 		if exceeded := exceeding(g); len(exceeded) > 0 {
 			if shares(exceeded) {
 				ahead = append(ahead, i)
 			}
 			continue
 		}
-		planned.Status.Charges = Upsert(planned.Status.Charges, o)
+		planned.put(o)
 		if shares(g) {
 			placed = append(placed, i)
 		}
 	}
-	if len(Check(planned, c)) > 0 {
+	if len(exceeding(planned.growth(c))) > 0 {
 		ahead = append(ahead, placed...)
 	}
 	sort.Ints(ahead)
@@ -210,14 +210,77 @@ type limitGrowth struct {
 
 // growth lists the limits of a quota that a charge asks more of.
 func growth(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []limitGrowth {
-	others, had := Remove(q.Status.Charges, c.UID)
-	hard := q.Spec.Hard
-	used := Usage(hard, others)
-	mine := Usage(hard, []quotav1alpha1.QuotaCharge{c})
-	before := Usage(hard, nil)
-	if old := Find(q.Status.Charges, c.UID); old != nil {
-		before = Usage(hard, []quotav1alpha1.QuotaCharge{*old})
+	return newTally(q).growth(c)
+}
+
+// tally is a quota's usage as charges are put in, without rereading the ledger.
+type tally struct {
+	hard    quotav1alpha1.QuotaLimits
+	used    quotav1alpha1.QuotaUsage
+	charges map[types.UID]quotav1alpha1.QuotaCharge
+	labels  []string // of the GPU limits
+}
+
+func newTally(q *quotav1alpha1.TenantQuota) *tally {
+	t := &tally{hard: q.Spec.Hard, used: Usage(q.Spec.Hard, q.Status.Charges),
+		charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(q.Status.Charges))}
+	for _, c := range q.Status.Charges {
+		t.charges[c.UID] = c
 	}
+	for _, l := range q.Spec.Hard.GPUs {
+		t.labels = append(t.labels, fmt.Sprintf("gpus %q", l.Name))
+	}
+	return t
+}
+
+// of is the usage of one charge, or of none.
+func (t *tally) of(c *quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaUsage {
+	if c == nil {
+		return Usage(t.hard, nil)
+	}
+	return Usage(t.hard, []quotav1alpha1.QuotaCharge{*c})
+}
+
+// put puts a workspace's charge in, in place of its earlier one.
+func (t *tally) put(c quotav1alpha1.QuotaCharge) {
+	if old, ok := t.charges[c.UID]; ok {
+		addUsage(&t.used, t.of(&old), -1)
+	}
+	addUsage(&t.used, t.of(&c), 1)
+	t.charges[c.UID] = c
+}
+
+// addUsage adds (sign 1) or subtracts (sign -1) a usage of the same limits.
+func addUsage(dst *quotav1alpha1.QuotaUsage, u quotav1alpha1.QuotaUsage, sign int64) {
+	dst.Workspaces += sign * u.Workspaces
+	for i := range dst.GPUs {
+		dst.GPUs[i].Count += sign * u.GPUs[i].Count
+	}
+	for _, q := range []struct{ dst, u *resource.Quantity }{{dst.CPU, u.CPU}, {dst.Memory, u.Memory}} {
+		switch {
+		case q.dst == nil || q.u == nil:
+		case sign > 0:
+			q.dst.Add(*q.u)
+		default:
+			q.dst.Sub(*q.u)
+		}
+	}
+}
+
+// growth lists the limits a charge asks more of than the workspace's
+// charge in the tally, and whether each then ends above hard.
+func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
+	hard := t.hard
+	var before quotav1alpha1.QuotaUsage
+	used := *t.used.DeepCopy()
+	old, had := t.charges[c.UID]
+	if had {
+		before = t.of(&old)
+		addUsage(&used, before, -1)
+	} else {
+		before = t.of(nil)
+	}
+	mine := t.of(&c)
 	var out []limitGrowth
 	if hard.Workspaces != nil && !had {
 		out = append(out, limitGrowth{Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.Workspaces),
@@ -225,7 +288,7 @@ func growth(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []limitGr
 	}
 	for i, l := range hard.GPUs {
 		if req := mine.GPUs[i].Count; req > before.GPUs[i].Count {
-			out = append(out, limitGrowth{Excess{Limit: fmt.Sprintf("gpus %q", l.Name), Requested: fmt.Sprint(req),
+			out = append(out, limitGrowth{Excess{Limit: t.labels[i], Requested: fmt.Sprint(req),
 				Used: fmt.Sprint(used.GPUs[i].Count), Hard: fmt.Sprint(l.Count)}, used.GPUs[i].Count+req > l.Count})
 		}
 	}

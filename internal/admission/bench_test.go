@@ -1,0 +1,108 @@
+package admission
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	"github.com/apiaryhq/apiary/internal/quota"
+)
+
+// benchFleet is 1,000 waiting workspaces over 50 clusters (20 each, beside
+// 20 admitted ones on 8 nodes of 8 GPUs that bound pods mostly fill) and 10
+// tenant quotas, each selecting a tenth of the workspaces and holding the
+// charges of its admitted ones.
+type benchFleet struct {
+	clusters []Snapshot
+	quotas   []*quotav1alpha1.TenantQuota
+	// waiters are the keys of the waiting workspaces, with their cluster and quota.
+	waiters []benchWaiter
+}
+
+type benchWaiter struct {
+	key     string
+	cluster int
+	quota   int
+	charge  quotav1alpha1.QuotaCharge
+	older   []quotav1alpha1.QuotaCharge // the quota's older waiters
+}
+
+func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
+	f := &benchFleet{}
+	for q := range quotas {
+		f.quotas = append(f.quotas, &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%d", q)},
+			Spec: quotav1alpha1.TenantQuotaSpec{Hard: quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](10000),
+				GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: 100000}, {Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 100000}}}}})
+	}
+	quotaWaiters := make([][]quotav1alpha1.QuotaCharge, quotas)
+	n := 0
+	for c := range clusters {
+		var s Snapshot
+		for i := range 8 {
+			name := fmt.Sprintf("c%d-n%d", c, i)
+			s.Nodes = append(s.Nodes, gpuNode(name, 8, simLabels[i%len(simLabels)]))
+			s.Pods = append(s.Pods, pod(name, "", 6))
+		}
+		for i := range 2 * waitingPerCluster {
+			n++
+			key := fmt.Sprintf("ns%d/w%d", n%quotas, n)
+			w := Workspace{Key: key, UID: fmt.Sprintf("uid-%06d", n), Created: t0.Add(time.Duration(n) * time.Second)}
+			r := Request{Selector: simSelectors[i%len(simSelectors)], Resource: nv, PerReplica: int64(1 + i%2), Replicas: 1}
+			ch := quota.Request{Namespace: fmt.Sprintf("ns%d", n%quotas), Name: key, UID: types.UID(w.UID), GPUs: r.Demand(),
+				ResourceName: nv, Selector: r.Selector}.Charge(metav1.NewTime(w.Created))
+			if i < waitingPerCluster {
+				w.Admitted = &Admission{Request: r, Placement: []Slot{{Node: fmt.Sprintf("c%d-n%d", c, i%8), GPUs: r.PerReplica}}}
+				qq := f.quotas[n%quotas]
+				qq.Status.Charges = quota.Upsert(qq.Status.Charges, ch)
+			} else {
+				r.PerReplica = 4 // more than any node has left: they wait
+				ch.GPUs = 4
+				w.Pending = &r
+				f.waiters = append(f.waiters, benchWaiter{key: key, cluster: c, quota: n % quotas, charge: ch,
+					older: append([]quotav1alpha1.QuotaCharge(nil), quotaWaiters[n%quotas]...)})
+				quotaWaiters[n%quotas] = append(quotaWaiters[n%quotas], ch)
+			}
+			s.Workspaces = append(s.Workspaces, w)
+		}
+		f.clusters = append(f.clusters, s)
+	}
+	return f
+}
+
+// BenchmarkAdmissionDecisions measures the gate's decision path for one
+// waiting workspace: plan its cluster's queue (40 workspaces, 8 nodes),
+// then its place in its tenant quota's queue (every older waiter of the
+// tenant, about 100) and the quota check. It reports decisions per second
+// on a fleet of 1,000 waiting workspaces over 50 clusters and 10 quotas.
+//
+//	go test ./internal/admission -run '^$' -bench AdmissionDecisions -benchtime 3s
+func BenchmarkAdmissionDecisions(b *testing.B) {
+	f := newBenchFleet(50, 20, 10)
+	if len(f.waiters) != 1000 {
+		b.Fatalf("%d waiters", len(f.waiters))
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	waits := 0
+	for i := range b.N {
+		w := f.waiters[i%len(f.waiters)]
+		d := Decide(f.clusters[w.cluster], w.key, StrictFIFO)
+		q := f.quotas[w.quota]
+		if len(quota.Ahead(q, w.older, w.charge)) == 0 {
+			_ = quota.Check(q, w.charge)
+		}
+		if d.Outcome == Wait {
+			waits++
+		}
+	}
+	b.StopTimer()
+	if waits != b.N {
+		b.Fatalf("%d of %d decisions waited; every workspace of the fleet should", waits, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
+}
