@@ -95,13 +95,14 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 	if req == nil || keep {
 		return proceed, nil
 	}
-	// The placement is written before anything is delivered for it.
-	r.gate.assume(w.cdKey, obj.UID, rec)
+	// The placement is written before anything is delivered for it, and
+	// the gate holds it until the cache has the write.
 	r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
 	obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, conditions.GetMessage(obj, workspacesv1.GPUCapacityCondition)
 	if err := w.persist(ctx); err != nil {
 		return stopWith(0), fmt.Errorf("recording the admission: %w", err)
 	}
+	r.gate.assume(w.cdKey, obj.UID, rec, obj.ResourceVersion)
 	return proceed, nil
 }
 

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,19 +27,26 @@ import (
 const waitingResync = time.Minute
 
 // gpuGate serialises GPU admissions per cluster and remembers the admissions
-// it made until the cache shows them in the workspaces' status (Kueue's
-// "assume"), so that a decision never misses one made a moment before.
-// Everything else it needs is read anew for each decision.
+// it wrote until the cache holds the workspace as written, or newer
+// (Kueue's "assume"), so that a decision never misses one made a moment
+// before. Everything else it needs is read anew for each decision.
 type gpuGate struct {
 	mu      sync.Mutex
 	locks   map[types.NamespacedName]*sync.Mutex
-	assumed map[types.NamespacedName]map[types.UID]*workspacesv1.WorkspaceAdmission
+	assumed map[types.NamespacedName]map[types.UID]assumption
+}
+
+// assumption is an admission written to a workspace's status, with the
+// resourceVersion of that write.
+type assumption struct {
+	admission       *workspacesv1.WorkspaceAdmission
+	resourceVersion string
 }
 
 func newGPUGate() *gpuGate {
 	return &gpuGate{
 		locks:   map[types.NamespacedName]*sync.Mutex{},
-		assumed: map[types.NamespacedName]map[types.UID]*workspacesv1.WorkspaceAdmission{},
+		assumed: map[types.NamespacedName]map[types.UID]assumption{},
 	}
 }
 
@@ -54,13 +62,13 @@ func (g *gpuGate) lock(cd types.NamespacedName) func() {
 	return l.Unlock
 }
 
-func (g *gpuGate) assume(cd types.NamespacedName, uid types.UID, a *workspacesv1.WorkspaceAdmission) {
+func (g *gpuGate) assume(cd types.NamespacedName, uid types.UID, a *workspacesv1.WorkspaceAdmission, resourceVersion string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.assumed[cd] == nil {
-		g.assumed[cd] = map[types.UID]*workspacesv1.WorkspaceAdmission{}
+		g.assumed[cd] = map[types.UID]assumption{}
 	}
-	g.assumed[cd][uid] = a.DeepCopy()
+	g.assumed[cd][uid] = assumption{admission: a.DeepCopy(), resourceVersion: resourceVersion}
 }
 
 func (g *gpuGate) forget(cd types.NamespacedName, uid types.UID) {
@@ -73,8 +81,9 @@ func (g *gpuGate) forget(cd types.NamespacedName, uid types.UID) {
 }
 
 // admissionOf returns the admission of a workspace of the cluster as the
-// gate must see it: the one it assumed when the cached status does not
-// carry it yet, else the status's, dropping an assumption the cache caught up with.
+// gate must see it: the one it wrote while the cached workspace is older
+// than that write, else the status's (dropping the assumption: whatever
+// the status says since supersedes it).
 func (g *gpuGate) admissionOf(cd types.NamespacedName, s *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceAdmission {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -82,11 +91,23 @@ func (g *gpuGate) admissionOf(cd types.NamespacedName, s *workspacesv1.Workspace
 	if !ok {
 		return s.Status.Admission
 	}
-	if equality.Semantic.DeepEqual(a, s.Status.Admission) {
+	if caughtUp(s.ResourceVersion, a.resourceVersion) || equality.Semantic.DeepEqual(a.admission, s.Status.Admission) {
 		delete(g.assumed[cd], s.UID)
 		return s.Status.Admission
 	}
-	return a
+	return a.admission
+}
+
+// caughtUp reports whether an object at one resourceVersion is at least as
+// new as another; resourceVersions are compared as integers, as the API
+// server's quota admission does, and only equal when they do not parse.
+func caughtUp(current, written string) bool {
+	x, errX := strconv.ParseUint(current, 10, 64)
+	y, errY := strconv.ParseUint(written, 10, 64)
+	if errX != nil || errY != nil {
+		return current == written
+	}
+	return x >= y
 }
 
 // gpuRequest is what the gate places of resolved resources: nil without GPUs.
