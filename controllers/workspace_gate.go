@@ -185,17 +185,18 @@ func (r *WorkspaceDeploymentReconciler) decideGPUs(ctx context.Context, w *works
 }
 
 // gateView is how the gate sees one workspace of the cluster: its
-// admission in force (a Failed workspace holds only what its pods use), and
-// its pending request: the candidate's own, or a Waiting sibling's, read
-// from the resources stamped on its status.
+// admission in force (a Failed workspace keeps it: its release still
+// exists and may bind at any time), and its pending request: the
+// candidate's own, or a Waiting sibling's, read from the resources stamped
+// on its status.
 func (r *WorkspaceDeploymentReconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
 	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: s.CreationTimestamp.Time}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
-	if a != nil && a.Cluster == w.cdKey.String() && s.Status.Phase != workspacesv1.PhaseFailed {
+	if a != nil && a.Cluster == w.cdKey.String() {
 		out.Admitted = recordedRequest(a)
 	}
-	if a == nil && !candidate && delivered(s) && s.Status.Phase != workspacesv1.PhaseFailed && s.Status.ResolvedResources != nil {
+	if a == nil && !candidate && delivered(s) && s.Status.ResolvedResources != nil {
 		// Delivered before admissions were recorded (an upgrade, or another
 		// controller): its request holds, placed first-fit.
 		if g := gpuRequest(*s.Status.ResolvedResources); g != nil {

@@ -118,10 +118,11 @@ func (r *WorkspaceDeploymentReconciler) reserveQuotas(ctx context.Context, w *wo
 	return proceed, nil
 }
 
-// quotaWait puts a workspace in Waiting for a quota; the gate's own
-// condition, if any, says the GPUs would fit.
+// quotaWait puts a workspace in Waiting for a quota. It holds no GPUs for
+// the request meanwhile, so QuotaReserved alone says why it waits.
 func (r *WorkspaceDeploymentReconciler) quotaWait(w *workspaceRun, reason, msg string) stepResult {
 	conditions.MarkFalse(w.obj, workspacesv1.QuotaReservedCondition, reason, "%s", msg)
+	conditions.Delete(w.obj, workspacesv1.GPUCapacityCondition)
 	waiting(w, msg)
 	return stopWith(jitter(waitingResync))
 }
