@@ -6,9 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/test/standin"
 )
 
 // admittedOnes returns the names of the workspaces with an admission.
@@ -237,4 +239,30 @@ func TestShrinkingKeepsAdmissionGrowingQueues(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(get(g, ws).Status.Admission.GPUsPerReplica).To(Equal(int64(3)))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestFailedWorkspaceKeepsItsGPUs: a workspace whose release failed keeps
+// its reservation (k0rdent may still bring the release up): another one
+// for the same GPUs waits until the failed one is deleted.
+func TestFailedWorkspaceKeepsItsGPUs(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	apiary(t, admission.StrictFIFO, false)
+	ns := tenant(t, "failed", nil)
+	g.Expect(standin.CreateWithStatus(ctx, env.Client,
+		standin.NewServiceTemplate(ns, "broken", true, map[string]string{standin.AnnotationFail: "image pull failed"}))).To(Succeed())
+	broken := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "broken-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
+		DisplayName: "broken", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "broken", Namespace: ns}}}
+	g.Expect(env.Client.Create(ctx, broken)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), broken) })
+	gpuNode(t, "failed-n1", map[string]string{"exalsius.ai/gpu-model": "MI300"}, 2)
+
+	fails := workspace(t, ns, "fails", broken.Name, gpus{count: 2, model: "MI300"})
+	w := eventuallyPhase(t, fails, workspacesv1.PhaseFailed)
+	g.Expect(cond(w, workspacesv1.HelmReleaseReadyCondition).Reason).To(Equal(workspacesv1.HelmReleaseFailedReason))
+	next := workspace(t, ns, "next", class(t, ns), gpus{count: 2, model: "MI300"})
+	eventuallyWaiting(t, next, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
+	g.Consistently(func(g Gomega) { g.Expect(get(g, next).Status.Admission).To(BeNil()) }, 2*time.Second).Should(Succeed())
+	deleteAndWait(t, fails)
+	eventuallyPhase(t, next, workspacesv1.PhaseRunning)
 }
