@@ -3,14 +3,12 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,27 +24,20 @@ import (
 // top of the watches that wake it (node, pod, workspace and quota changes).
 const waitingResync = time.Minute
 
-// gpuGate serialises GPU admissions per cluster and remembers the admissions
-// it wrote until the cache holds the workspace as written, or newer
-// (Kueue's "assume"), so that a decision never misses one made a moment
-// before. Everything else it needs is read anew for each decision.
+// gpuGate serialises GPU admissions per cluster and remembers, per
+// cluster, the admissions written until the cache has the write
+// (admission.Assumptions), so that a decision never misses one made a
+// moment before. Everything else it needs is read anew for each decision.
 type gpuGate struct {
 	mu      sync.Mutex
 	locks   map[types.NamespacedName]*sync.Mutex
-	assumed map[types.NamespacedName]map[types.UID]assumption
-}
-
-// assumption is an admission written to a workspace's status, with the
-// resourceVersion of that write.
-type assumption struct {
-	admission       *workspacesv1.WorkspaceAdmission
-	resourceVersion string
+	assumed map[types.NamespacedName]*admission.Assumptions[*workspacesv1.WorkspaceAdmission]
 }
 
 func newGPUGate() *gpuGate {
 	return &gpuGate{
 		locks:   map[types.NamespacedName]*sync.Mutex{},
-		assumed: map[types.NamespacedName]map[types.UID]assumption{},
+		assumed: map[types.NamespacedName]*admission.Assumptions[*workspacesv1.WorkspaceAdmission]{},
 	}
 }
 
@@ -62,52 +53,33 @@ func (g *gpuGate) lock(cd types.NamespacedName) func() {
 	return l.Unlock
 }
 
-func (g *gpuGate) assume(cd types.NamespacedName, uid types.UID, a *workspacesv1.WorkspaceAdmission, resourceVersion string) {
+func (g *gpuGate) assumptions(cd types.NamespacedName) *admission.Assumptions[*workspacesv1.WorkspaceAdmission] {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.assumed[cd] == nil {
-		g.assumed[cd] = map[types.UID]assumption{}
+	a, ok := g.assumed[cd]
+	if !ok {
+		a = &admission.Assumptions[*workspacesv1.WorkspaceAdmission]{}
+		g.assumed[cd] = a
 	}
-	g.assumed[cd][uid] = assumption{admission: a.DeepCopy(), resourceVersion: resourceVersion}
+	return a
+}
+
+// assume remembers an admission written to a workspace's status at a resourceVersion.
+func (g *gpuGate) assume(cd types.NamespacedName, uid types.UID, a *workspacesv1.WorkspaceAdmission, resourceVersion string) {
+	g.assumptions(cd).Assume(string(uid), a.DeepCopy(), resourceVersion)
 }
 
 func (g *gpuGate) forget(cd types.NamespacedName, uid types.UID) {
 	if g == nil {
 		return
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	delete(g.assumed[cd], uid)
+	g.assumptions(cd).Forget(string(uid))
 }
 
 // admissionOf returns the admission of a workspace of the cluster as the
-// gate must see it: the one it wrote while the cached workspace is older
-// than that write, else the status's (dropping the assumption: whatever
-// the status says since supersedes it).
+// gate must see it.
 func (g *gpuGate) admissionOf(cd types.NamespacedName, s *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceAdmission {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	a, ok := g.assumed[cd][s.UID]
-	if !ok {
-		return s.Status.Admission
-	}
-	if caughtUp(s.ResourceVersion, a.resourceVersion) || equality.Semantic.DeepEqual(a.admission, s.Status.Admission) {
-		delete(g.assumed[cd], s.UID)
-		return s.Status.Admission
-	}
-	return a.admission
-}
-
-// caughtUp reports whether an object at one resourceVersion is at least as
-// new as another; resourceVersions are compared as integers, as the API
-// server's quota admission does, and only equal when they do not parse.
-func caughtUp(current, written string) bool {
-	x, errX := strconv.ParseUint(current, 10, 64)
-	y, errY := strconv.ParseUint(written, 10, 64)
-	if errX != nil || errY != nil {
-		return current == written
-	}
-	return x >= y
+	return g.assumptions(cd).Current(string(s.UID), s.ResourceVersion, s.Status.Admission)
 }
 
 // gpuRequest is what the gate places of resolved resources: nil without GPUs.
@@ -264,7 +236,7 @@ func waiting(w *workspaceRun, msg string) {
 }
 
 // stampVendor records the vendor the gate found when the workspace left it unset.
-func (r *WorkspaceDeploymentReconciler) stampVendor(w *workspaceRun, vendor string) {
+func stampVendor(w *workspaceRun, vendor string) {
 	pr := w.resolved.PerReplica
 	if pr == nil || pr.GPUVendor != nil || vendor == "" {
 		return

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,9 +13,12 @@ import (
 
 // The property tests drive a simulated cluster through random sequences of
 // node additions, removals and cordons, workspace creations, changes and
-// deletions, reconciles (each a Decide, persisted or lost to a crash before
-// its status write), pods bound and unbound by a scheduler, and restarts,
-// and check after every step what the gate promises.
+// deletions, reconciles (each a Decide on what the process sees: a cache
+// that lags behind status writes, and the admissions it remembers writing;
+// the admission persisted, or lost to a crash before its status write),
+// pods bound and unbound by a scheduler, the cache catching up, and
+// restarts (memory lost, the cache synced first), and check after every
+// step what the gate promises of the cluster as it really is.
 
 var simSelectors = []map[string]string{nil, h100, poolA, h100Pool, {"exalsius.ai/gpu-model": "A100"}}
 
@@ -33,8 +37,13 @@ type simWorkspace struct {
 	created  time.Time
 	request  Request    // what the spec asks for now
 	admitted *Admission // persisted in status
+	version  int        // of the persisted status
 	pending  bool       // reached the gate and waits (phase Waiting), or asks anew
 	failed   bool
+	// cached is the admission as the process's cache holds it, at cachedVersion:
+	// a status write reaches the cache only at a later "sync" step.
+	cached        *Admission
+	cachedVersion int
 }
 
 type simPod struct {
@@ -82,9 +91,26 @@ type sim struct {
 	clock       time.Time
 	seq         int
 	checks      int
+	// version numbers status writes; assumed is the process's memory of
+	// the admissions it wrote, lost at a restart.
+	version int
+	assumed *Assumptions[*Admission]
 }
 
+// snapshot is the cluster as it is: every admission as persisted.
 func (s *sim) snapshot() Snapshot {
+	return s.snapshotWith(func(_ string, w *simWorkspace) *Admission { return w.admitted })
+}
+
+// view is the cluster as the process sees it: admissions from its lagging
+// cache, unless it wrote a newer one the cache does not have yet.
+func (s *sim) view() Snapshot {
+	return s.snapshotWith(func(key string, w *simWorkspace) *Admission {
+		return s.assumed.Current(key, strconv.Itoa(w.cachedVersion), w.cached)
+	})
+}
+
+func (s *sim) snapshotWith(admissionOf func(string, *simWorkspace) *Admission) Snapshot {
 	var snap Snapshot
 	for name, n := range s.nodes {
 		snap.Nodes = append(snap.Nodes, Node{Name: name, Labels: n.labels, Schedulable: n.schedulable,
@@ -94,7 +120,7 @@ func (s *sim) snapshot() Snapshot {
 		snap.Pods = append(snap.Pods, pod(p.node, p.ws, p.gpus))
 	}
 	for key, w := range s.workspaces {
-		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Admitted: w.admitted}
+		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Admitted: admissionOf(key, w)}
 		if w.pending && !w.failed {
 			r := w.request
 			ws.Pending = &r
@@ -137,7 +163,7 @@ func (s *sim) pick() (string, *simWorkspace) {
 
 func (s *sim) step() string {
 	s.clock = s.clock.Add(time.Duration(s.rng.IntN(3)) * time.Second) // ties in creation time happen
-	switch op := s.rng.IntN(12); {
+	switch op := s.rng.IntN(14); {
 	case op == 0:
 		name := fmt.Sprintf("n%d", s.rng.IntN(6))
 		if _, ok := s.nodes[name]; ok {
@@ -189,6 +215,17 @@ func (s *sim) step() string {
 			w.pending = true
 			return "change request of " + k
 		}
+	case op == 12:
+		if k, w := s.pick(); w != nil {
+			w.cached, w.cachedVersion = w.admitted, w.version
+			return "the cache catches up with " + k
+		}
+	case op == 13:
+		s.assumed = &Assumptions[*Admission]{}
+		for _, w := range s.workspaces {
+			w.cached, w.cachedVersion = w.admitted, w.version
+		}
+		return "restart: memory lost, the cache synced before anything is decided"
 	}
 	return "nothing"
 }
@@ -215,8 +252,7 @@ func (s *sim) reconcile() string {
 	if w == nil || !w.pending || w.failed {
 		return "reconcile nothing"
 	}
-	before := s.snapshot()
-	planBefore := Plan(before, s.policy)
+	planBefore := Plan(s.view(), s.policy)
 	d := planBefore[k]
 	switch d.Outcome {
 	case Fail:
@@ -231,6 +267,9 @@ func (s *sim) reconcile() string {
 	req := w.request
 	req.Resource = d.Resource
 	w.admitted = &Admission{Request: req, Placement: d.Placement}
+	s.version++
+	w.version = s.version
+	s.assumed.Assume(k, w.admitted, strconv.Itoa(w.version))
 	w.pending = false
 	s.dropPods(k) // the release is upgraded: its old pods go
 	s.checkYoungerAdmissionKeepsOlder(k, planBefore)
@@ -438,7 +477,7 @@ func (s *sim) checkDeterministic(snap Snapshot, plan map[string]Decision) {
 // request that fitted before still fits (maybe on other nodes, when the
 // admitted one gave back what it held for an older request).
 func (s *sim) checkYoungerAdmissionKeepsOlder(admitted string, before map[string]Decision) {
-	after := Plan(s.snapshot(), s.policy)
+	after := Plan(s.view(), s.policy)
 	for k, w := range s.workspaces {
 		if k == admitted || !w.pending || w.failed || !s.ref(k).before(s.ref(admitted)) {
 			continue
@@ -460,7 +499,7 @@ func runSim(t *testing.T, seed uint64, steps int, policy Policy, follow bool) {
 
 func runSimWith(t *testing.T, rng chooser, steps int, policy Policy, follow bool) {
 	s := &sim{t: t, rng: rng, policy: policy, followReservations: follow, nodesStable: follow,
-		nodes: map[string]*simNode{}, workspaces: map[string]*simWorkspace{}, clock: t0}
+		nodes: map[string]*simNode{}, workspaces: map[string]*simWorkspace{}, clock: t0, assumed: &Assumptions[*Admission]{}}
 	simTrace = simTrace[:0]
 	for range steps {
 		simTrace = append(simTrace, s.step())
