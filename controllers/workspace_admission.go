@@ -14,6 +14,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
 // admit is the gate between resolving a workspace and delivering it: its
@@ -30,11 +31,8 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 	if inForce != nil && inForce.Cluster != w.cdKey.String() {
 		inForce = nil
 	}
-	if inForce != nil {
-		if prev := obj.Status.ResolvedResources; prev != nil && prev.PerReplica != nil && prev.PerReplica.GPUVendor != nil {
-			r.stampVendor(w, string(*prev.PerReplica.GPUVendor))
-		}
-	}
+	// The request as the spec says it; a vendor the gate found before is
+	// stamped again only when the admission it was found for is kept.
 	req := gpuRequest(w.resolved)
 	quotas, err := r.quotasOf(ctx, obj.Namespace)
 	if err != nil {
@@ -47,10 +45,14 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 	rec := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
 	rec.CPU, rec.Memory = totals(w.resolved)
 	if inForce != nil && sameGPUs(inForce, req) && sameCharge(inForce, rec) {
+		stampPreviousVendor(w)
 		r.keepAdmission(w, inForce, req)
 		return proceed, nil
 	}
 	keep := inForce != nil && keepsGPUs(inForce, req)
+	if keep {
+		stampPreviousVendor(w)
+	}
 
 	unlock := func() {}
 	defer func() { unlock() }()
@@ -78,7 +80,7 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 		if decision, err = r.decideGPUs(ctx, w, req, nodes, pods); err != nil {
 			return stopWith(0), err
 		}
-		r.stampVendor(w, decision.Vendor)
+		stampVendor(w, decision.Vendor)
 		if decision.Outcome != admission.Admit {
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}
@@ -119,14 +121,33 @@ func (r *WorkspaceDeploymentReconciler) keepAdmission(w *workspaceRun, a *worksp
 }
 
 // adopted is the admission of a workspace delivered before Apiary recorded
-// admissions: its request, placed where the gate now finds it.
+// admissions: its request, of the resource its release was given (that of
+// the vendor stamped on its status), placed where the gate now finds it.
 func (r *WorkspaceDeploymentReconciler) adopted(w *workspaceRun, req *admission.Request) *workspacesv1.WorkspaceAdmission {
 	a := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
 	a.CPU, a.Memory = totals(w.resolved)
 	if req != nil {
 		a.ResourceName, a.GPUsPerReplica, a.Replicas, a.Selector = req.Resource, req.PerReplica, req.Replicas, req.Selector
+		if a.ResourceName == "" {
+			a.ResourceName = values.ResourceNameFor(previousVendor(w.obj))
+		}
 	}
 	return a
+}
+
+// previousVendor is the GPU vendor stamped on a workspace's status.
+func previousVendor(obj *workspacesv1.WorkspaceDeployment) string {
+	if prev := obj.Status.ResolvedResources; prev != nil && prev.PerReplica != nil && prev.PerReplica.GPUVendor != nil {
+		return string(*prev.PerReplica.GPUVendor)
+	}
+	return ""
+}
+
+// stampPreviousVendor keeps the vendor the gate found for the admission in force.
+func stampPreviousVendor(w *workspaceRun) {
+	if v := previousVendor(w.obj); v != "" {
+		stampVendor(w, v)
+	}
 }
 
 // markAdmitted sets the gate's conditions of an admitted request.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -265,4 +266,35 @@ func TestFailedWorkspaceKeepsItsGPUs(t *testing.T) {
 	g.Consistently(func(g Gomega) { g.Expect(get(g, next).Status.Admission).To(BeNil()) }, 2*time.Second).Should(Succeed())
 	deleteAndWait(t, fails)
 	eventuallyPhase(t, next, workspacesv1.PhaseRunning)
+}
+
+// TestChangedModelFindsItsOwnResource: a running workspace on an NVIDIA
+// model switched to an AMD model (no vendor set) is placed on the AMD
+// node, with amd.com/gpu: the vendor found for the old request is not
+// pinned on the new one.
+func TestChangedModelFindsItsOwnResource(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	apiary(t, admission.StrictFIFO, false)
+	ns := tenant(t, "vendor", nil)
+	gpuNode(t, "vendor-nv", map[string]string{"exalsius.ai/gpu-model": "L40S"}, 2)
+	g.Expect(standin.AddGPUNode(ctx, child.Client, "vendor-amd", map[string]string{"exalsius.ai/gpu-model": "MI250"}, "amd.com/gpu", 2)).To(Succeed())
+	t.Cleanup(func() { _ = child.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "vendor-amd"}}) })
+	ws := workspace(t, ns, "vendor", class(t, ns), gpus{count: 1, model: "L40S"})
+	w := eventuallyPhase(t, ws, workspacesv1.PhaseRunning)
+	g.Expect(w.Status.Admission.ResourceName).To(Equal("nvidia.com/gpu"))
+	g.Expect(string(*w.Status.ResolvedResources.PerReplica.GPUVendor)).To(Equal("NVIDIA"))
+
+	g.Eventually(func() error {
+		w := get(g, ws)
+		w.Spec.Resources = gpus{count: 1, model: "MI250"}.resources()
+		return env.Client.Update(ctx, w)
+	}, timeout).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		w := get(g, ws)
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning), "message: %s", w.Status.Message)
+		g.Expect(w.Status.Admission.ResourceName).To(Equal("amd.com/gpu"))
+		g.Expect(w.Status.Admission.Placement).To(Equal([]workspacesv1.GPUPlacement{{Node: "vendor-amd", Replicas: 1}}))
+		g.Expect(string(*w.Status.ResolvedResources.PerReplica.GPUVendor)).To(Equal("AMD"))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
 }
