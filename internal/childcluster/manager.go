@@ -73,6 +73,9 @@ type Manager struct {
 
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*clusterEntry
+	// unreachable marks the clusters whose last cache start failed because
+	// their API server could not be reached (see States).
+	unreachable map[types.NamespacedName]bool
 
 	subsMu     sync.RWMutex
 	subs       []*subscription
@@ -119,11 +122,12 @@ func NewManager(mgmt client.Reader, opts Options) *Manager {
 		log = *opts.Logger
 	}
 	return &Manager{
-		mgmt:     mgmt,
-		opts:     opts,
-		log:      log,
-		clusters: map[types.NamespacedName]*clusterEntry{},
-		stopCh:   make(chan struct{}),
+		mgmt:        mgmt,
+		opts:        opts,
+		log:         log,
+		clusters:    map[types.NamespacedName]*clusterEntry{},
+		unreachable: map[types.NamespacedName]bool{},
+		stopCh:      make(chan struct{}),
 	}
 }
 
@@ -177,6 +181,7 @@ func (m *Manager) Forget(cd types.NamespacedName) {
 	m.mu.Lock()
 	e := m.clusters[cd]
 	delete(m.clusters, cd)
+	delete(m.unreachable, cd)
 	var c *ClusterCache
 	if e != nil && e.cache != nil {
 		c = e.cache

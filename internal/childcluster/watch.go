@@ -106,6 +106,7 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 		undo()
 		return nil, clusterErr(cd, "waiting for the cache to sync", ctx.Err())
 	}
+	m.setUnreachable(cd, IsUnreachable(c.startErr))
 	if c.startErr != nil {
 		m.dropFailed(cd, c)
 		undo()

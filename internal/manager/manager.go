@@ -163,6 +163,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		}
 		gates = append(gates, g)
 	}
+	setMetricsSource(mgr, d, gates)
 	return mgr, gates, nil
 }
 

@@ -1,0 +1,40 @@
+package manager
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/preflight"
+	"github.com/apiaryhq/apiary/internal/version"
+)
+
+// setMetricsSource lets Apiary's state metrics read the manager's cache and
+// child clusters: Colonies once the gate of their controller is open,
+// workspaces and quotas once that of theirs is, and both only while this
+// replica is elected (a standby reports no state, so sums over replicas
+// count once).
+func setMetricsSource(mgr ctrl.Manager, d *deps, gates []*preflight.Gate) {
+	metrics.SetBuildInfo(version.Version, version.Commit)
+	elected := mgr.Elected()
+	open := func(name string) func() bool {
+		return func() bool {
+			select {
+			case <-elected:
+			default:
+				return false
+			}
+			for _, g := range gates {
+				if g.Name == name {
+					return g.Open()
+				}
+			}
+			return false
+		}
+	}
+	metrics.SetSource(&metrics.Source{
+		Reader:     mgr.GetCache(),
+		Colonies:   open("colony"),
+		Workspaces: open("workspaces"),
+		Children:   d.children,
+	})
+}

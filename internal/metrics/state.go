@@ -1,0 +1,238 @@
+package metrics
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+)
+
+// Source is where the state metrics are read at scrape time.
+type Source struct {
+	// Reader is the manager's informer cache; lists are read without copies.
+	Reader client.Reader
+	// Colonies and Workspaces report whether their kinds may be read: the
+	// replica is elected and the controllers that watch them run, so the
+	// informers exist and a scrape starts none. Nil means false.
+	Colonies, Workspaces func() bool
+	// Children is the child-cluster manager; nil reports no child caches.
+	Children *childcluster.Manager
+}
+
+// SetSource sets where the state metrics are read; nil stops them. The last
+// manager of the process to call it wins.
+func SetSource(s *Source) { state.source.Store(s) }
+
+// WorkspacePhases are the phases apiary_workspaces always reports, at zero
+// when no workspace is in one.
+var WorkspacePhases = []workspacesv1.WorkspacePhase{
+	workspacesv1.PhasePending, workspacesv1.PhaseInstallingPrerequisites, workspacesv1.PhaseWaiting,
+	workspacesv1.PhaseDeploying, workspacesv1.PhaseRunning, workspacesv1.PhaseFailed, workspacesv1.PhaseDeleting,
+}
+
+// WaitingReasons are the reasons apiary_workspaces_waiting always reports:
+// those of the GPU gate and of the tenant quotas.
+var WaitingReasons = []string{
+	workspacesv1.WaitingForGPUCapacityReason, workspacesv1.GPUCapacityFragmentedReason,
+	workspacesv1.WaitingBehindOlderReason, workspacesv1.QuotaExceededReason,
+}
+
+// scrapeTimeout bounds the cache reads of one scrape.
+const scrapeTimeout = 5 * time.Second
+
+func desc(name, help string, labels ...string) *prometheus.Desc {
+	return prometheus.NewDesc(prometheus.BuildFQName(Namespace, "", name), help, labels, nil)
+}
+
+var state = &stateCollector{
+	workspaces: desc("workspaces", "WorkspaceDeployments by phase.", "phase"),
+	waiting: desc("workspaces_waiting", "WorkspaceDeployments in phase Waiting, by the reason of the GPU gate or quota that holds them.",
+		"reason"),
+	gpusAdmitted: desc("gpus_admitted", "GPUs reserved on a cluster by the admissions in force of its workspaces (a Failed one keeps its own), by GPU resource.",
+		"cluster_deployment", "resource"),
+	gpusFree: desc("gpus_free", "GPUs free on a cluster's schedulable nodes as the GPU gate computed them at its last decision there: "+
+		"allocatable minus bound pods and admitted reservations; reported while workspaces target the cluster.",
+		"cluster_deployment", "resource"),
+	gpusCapacity: desc("gpus_capacity", "GPUs the schedulable nodes of a cluster offer, from its Colony's GPU inventory.",
+		"cluster_deployment", "resource"),
+	quotaGPUsUsed: desc("tenantquota_gpus_used", "GPUs of a TenantQuota's GPU limit that admitted workspaces use.", "tenantquota", "limit"),
+	quotaGPUsHard: desc("tenantquota_gpus_hard", "The GPU limits of a TenantQuota.", "tenantquota", "limit"),
+	cachesOpen:    desc("child_cluster_caches_open", "Informer caches of child clusters that run."),
+	unreachable: desc("child_cluster_unreachable", "1 while Apiary cannot reach a child cluster's API server (its cache lost it, or could not start), else 0.",
+		"cluster_deployment"),
+}
+
+// stateCollector computes the state metrics from the Source at each scrape.
+type stateCollector struct {
+	source atomic.Pointer[Source]
+
+	workspaces, waiting, gpusAdmitted, gpusFree, gpusCapacity *prometheus.Desc
+	quotaGPUsUsed, quotaGPUsHard, cachesOpen, unreachable     *prometheus.Desc
+}
+
+// Describe implements prometheus.Collector.
+func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.workspaces, c.waiting, c.gpusAdmitted, c.gpusFree, c.gpusCapacity,
+		c.quotaGPUsUsed, c.quotaGPUsHard, c.cachesOpen, c.unreachable} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.source.Load()
+	if s == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), scrapeTimeout)
+	defer cancel()
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	if s.Children != nil {
+		open := 0
+		for _, st := range s.Children.States() {
+			if st.CacheOpen {
+				open++
+			}
+			gauge(c.unreachable, boolValue(st.Unreachable), st.Cluster.String())
+		}
+		gauge(c.cachesOpen, float64(open))
+	}
+	if s.Reader == nil {
+		return
+	}
+	if s.Colonies != nil && s.Colonies() {
+		c.collectColonies(ctx, s.Reader, gauge)
+	}
+	if s.Workspaces != nil && s.Workspaces() {
+		c.collectWorkspaces(ctx, s.Reader, gauge)
+		c.collectQuotas(ctx, s.Reader, gauge)
+	}
+}
+
+type gaugeFunc func(d *prometheus.Desc, v float64, labels ...string)
+
+func (c *stateCollector) collectColonies(ctx context.Context, r client.Reader, gauge gaugeFunc) {
+	list := &infrav1.ColonyList{}
+	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.Log.WithName("metrics").V(1).Info("listing Colonies for metrics failed", "error", err.Error())
+		return
+	}
+	capacity := map[[2]string]int64{}
+	for i := range list.Items {
+		col := &list.Items[i]
+		for cd, inv := range col.Status.GPUInventory {
+			cluster := types.NamespacedName{Namespace: col.Namespace, Name: cd}.String()
+			for _, o := range inv.Offerings {
+				capacity[[2]string{cluster, o.ResourceName}] += o.Total
+			}
+		}
+	}
+	for k, v := range capacity {
+		gauge(c.gpusCapacity, float64(v), k[0], k[1])
+	}
+}
+
+func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader, gauge gaugeFunc) {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.Log.WithName("metrics").V(1).Info("listing WorkspaceDeployments for metrics failed", "error", err.Error())
+		return
+	}
+	phases := map[string]int{}
+	for _, p := range WorkspacePhases {
+		phases[string(p)] = 0
+	}
+	waiting := map[string]int{}
+	for _, r := range WaitingReasons {
+		waiting[r] = 0
+	}
+	admitted := map[[2]string]int64{}
+	targeted := map[types.NamespacedName]bool{}
+	for i := range list.Items {
+		w := &list.Items[i]
+		phase := w.Status.Phase
+		if phase == "" {
+			phase = workspacesv1.PhasePending
+		}
+		phases[string(phase)]++
+		if phase == workspacesv1.PhaseWaiting {
+			waiting[waitingReason(w)]++
+		}
+		targeted[clusterOf(w)] = true
+		if a := w.Status.Admission; a != nil && a.GPUsPerReplica > 0 {
+			admitted[[2]string{a.Cluster, a.ResourceName}] += a.GPUsPerReplica * int64(a.Replicas)
+		}
+	}
+	for p, n := range phases {
+		gauge(c.workspaces, float64(n), p)
+	}
+	for reason, n := range waiting {
+		gauge(c.waiting, float64(n), reason)
+	}
+	for k, n := range admitted {
+		gauge(c.gpusAdmitted, float64(n), k[0], k[1])
+	}
+	forgetGate(targeted)
+	for cd, free := range freeGPUs() {
+		for res, n := range free {
+			gauge(c.gpusFree, float64(n), cd.String(), res)
+		}
+	}
+}
+
+func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, gauge gaugeFunc) {
+	list := &quotav1alpha1.TenantQuotaList{}
+	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.Log.WithName("metrics").V(1).Info("listing TenantQuotas for metrics failed", "error", err.Error())
+		return
+	}
+	for i := range list.Items {
+		q := &list.Items[i]
+		used := map[string]int64{}
+		for _, u := range q.Status.Used.GPUs {
+			used[u.Name] = u.Count
+		}
+		for _, l := range q.Spec.Hard.GPUs {
+			gauge(c.quotaGPUsHard, float64(l.Count), q.Name, l.Name)
+			gauge(c.quotaGPUsUsed, float64(used[l.Name]), q.Name, l.Name)
+		}
+	}
+}
+
+// waitingReason is the reason a Waiting workspace waits: the quota's, else the gate's.
+func waitingReason(w *workspacesv1.WorkspaceDeployment) string {
+	for _, t := range []string{workspacesv1.QuotaReservedCondition, workspacesv1.GPUCapacityCondition} {
+		if conditions.IsFalse(w, t) {
+			return conditions.GetReason(w, t)
+		}
+	}
+	return workspacesv1.WaitingForGPUCapacityReason
+}
+
+// clusterOf is the ClusterDeployment a workspace targets.
+func clusterOf(w *workspacesv1.WorkspaceDeployment) types.NamespacedName {
+	ns := w.Spec.ClusterDeploymentRef.Namespace
+	if ns == "" {
+		ns = w.Namespace
+	}
+	return types.NamespacedName{Namespace: ns, Name: w.Spec.ClusterDeploymentRef.Name}
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
