@@ -250,9 +250,11 @@ func TestUnreachableAfterSyncSetsLastError(t *testing.T) {
 	cc, err := m.Watch(ctx, cd, "colony/ns/a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(cc.LastError()).NotTo(HaveOccurred())
+	g.Expect(m.States()).To(ConsistOf(ClusterState{Cluster: cd, CacheOpen: true}))
 
 	p.cut()
 	g.Eventually(cc.LastError, 2*time.Minute).Should(Satisfy(IsUnreachable))
+	g.Expect(m.States()).To(ConsistOf(ClusterState{Cluster: cd, CacheOpen: true, Unreachable: true}))
 	g.Expect(cc.LastError().Error()).To(ContainSubstring(cd.String()))
 	receiveFor(g, events, cd)
 	nodes, err := cc.ListNodes(ctx)
@@ -261,6 +263,7 @@ func TestUnreachableAfterSyncSetsLastError(t *testing.T) {
 
 	p.restore(t)
 	g.Eventually(cc.LastError, 2*time.Minute).Should(Succeed())
+	g.Expect(m.States()).To(ConsistOf(ClusterState{Cluster: cd, CacheOpen: true}))
 	receiveFor(g, events, cd)
 }
 

@@ -163,6 +163,9 @@ func TestUnreachableChildGivesAnErrorInsteadOfHanging(t *testing.T) {
 			g.Expect(err.Error()).To(ContainSubstring(cd.String()))
 			g.Expect(ctx.Err()).NotTo(HaveOccurred(), "the call returned because of its own bounds")
 			g.Expect(m.Owners(cd)).To(BeEmpty(), "a failed Watch registers no owner")
+			g.Expect(m.States()).To(ConsistOf(ClusterState{Cluster: cd, Unreachable: true}), "for the unreachable-cluster metric")
+			m.Forget(cd)
+			g.Expect(m.States()).To(BeEmpty())
 		})
 	}
 }
