@@ -191,12 +191,13 @@ func sameQuantity(a, b *resource.Quantity) bool {
 	return a.Cmp(*b) == 0
 }
 
-// Refresh recomputes what a quota's status derives from its ledger: the
-// total and per-namespace usage, the summary and the WithinLimits
-// condition. Every writer of the ledger calls it before writing.
+// Refresh recomputes what a quota's status derives from its spec and
+// ledger: the limits enforced, the total and per-namespace usage, the
+// summary and the WithinLimits condition. Every writer of the ledger calls it before writing.
 func Refresh(q *quotav1alpha1.TenantQuota) {
 	hard := q.Spec.Hard
 	st := &q.Status
+	st.Hard = *hard.DeepCopy()
 	st.Used = Usage(hard, st.Charges)
 	byNS := map[string][]quotav1alpha1.QuotaCharge{}
 	for _, c := range st.Charges {

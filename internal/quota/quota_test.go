@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,6 +148,7 @@ func TestRefresh(t *testing.T) {
 		charge("ns-b", "x", 3, nil), charge("ns-a", "y", 2, h100), charge("ns-a", "z", 0, nil))
 	q.Status.Charges[0].Memory = ptr.To(resource.MustParse("16Gi"))
 	Refresh(q)
+	g.Expect(equality.Semantic.DeepEqual(q.Status.Hard, q.Spec.Hard)).To(BeTrue(), "status.hard is what is enforced")
 	g.Expect(q.Status.Used.Workspaces).To(Equal(int64(3)))
 	g.Expect(q.Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "all", Count: 5}}))
 	g.Expect(q.Status.Used.Memory.String()).To(Equal("16Gi"))

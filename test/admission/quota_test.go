@@ -106,6 +106,7 @@ func TestQuotaLoweredEvictsNothing(t *testing.T) {
 		g.Expect(q.Status.ObservedGeneration).To(Equal(q.Generation))
 		g.Expect(isTrue(q.Status.Conditions, quotav1alpha1.WithinLimitsCondition)).To(BeFalse())
 		g.Expect(q.Status.Summary).To(Equal("workspaces: 2/1"))
+		g.Expect(q.Status.Hard.Workspaces).To(HaveValue(Equal(int64(1))), "the limits enforced")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	c := workspace(t, ns, "lower-c", cls, gpus{})
 	w := eventuallyWaiting(t, c, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaExceededReason)

@@ -168,6 +168,10 @@ type TenantQuotaStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
+	// Hard are the limits enforced, as of observedGeneration.
+	// +optional
+	Hard QuotaLimits `json:"hard,omitempty"`
+
 	// Used is what the admitted workspaces of all selected namespaces use.
 	// +optional
 	Used QuotaUsage `json:"used,omitempty"`

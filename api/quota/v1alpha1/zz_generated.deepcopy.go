@@ -264,6 +264,7 @@ func (in *TenantQuotaStatus) DeepCopyInto(out *TenantQuotaStatus) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	in.Hard.DeepCopyInto(&out.Hard)
 	in.Used.DeepCopyInto(&out.Used)
 	if in.Namespaces != nil {
 		in, out := &in.Namespaces, &out.Namespaces
