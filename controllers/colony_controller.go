@@ -19,6 +19,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/render"
 )
 
@@ -63,8 +64,9 @@ type ColonyReconcilerOptions struct {
 func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &infrav1.Colony{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ignoreGone(metrics.KindColony, req, err)
 	}
+	defer metrics.ObserveReconcile(metrics.KindColony, req.NamespacedName, time.Now())
 	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
 

@@ -24,6 +24,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/quota"
 )
 
@@ -96,8 +97,9 @@ func (r *TenantQuotaReconciler) allQuotas(ctx context.Context, _ client.Object) 
 func (r *TenantQuotaReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	q := &quotav1alpha1.TenantQuota{}
 	if err := r.Get(ctx, req.NamespacedName, q); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ignoreGone(metrics.KindTenantQuota, req, err)
 	}
+	defer metrics.ObserveReconcile(metrics.KindTenantQuota, req.NamespacedName, time.Now())
 	if !q.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // its charges go with it; its waiters are woken by the deletion
 	}

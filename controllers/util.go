@@ -10,11 +10,13 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/metrics"
 )
 
 // fieldOwner is the field manager of every write Apiary makes.
@@ -111,4 +113,14 @@ func ensureFinalizer(ctx context.Context, p *objectPatcher, obj client.Object, f
 		return fmt.Errorf("adding finalizer: %w", err)
 	}
 	return nil
+}
+
+// ignoreGone ends the reconcile of an object that is not found: it is gone,
+// and so are its metrics series. Other errors are returned.
+func ignoreGone(kind string, req ctrl.Request, err error) error {
+	if apierrors.IsNotFound(err) {
+		metrics.ForgetObject(kind, req.NamespacedName)
+		return nil
+	}
+	return err
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 )
@@ -80,14 +81,18 @@ type WorkspaceDeploymentReconcilerOptions struct {
 func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &workspacesv1.WorkspaceDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ignoreGone(metrics.KindWorkspaceDeployment, req, err)
 	}
+	defer metrics.ObserveReconcile(metrics.KindWorkspaceDeployment, req.NamespacedName, time.Now())
 	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
+	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
 	defer func() {
 		summarizeWorkspace(obj, retErr)
 		if err := patchStatus(ctx, sp, obj, false); err != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, err})
+		} else if neverDone && oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
+			metrics.ObserveTimeToRunning(req.NamespacedName, obj.UID, obj.CreationTimestamp.Time)
 		}
 		r.notify(obj, oldPhase)
 		if retErr != nil {

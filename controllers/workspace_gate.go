@@ -16,6 +16,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
@@ -153,7 +154,10 @@ func (r *WorkspaceDeploymentReconciler) decideGPUs(ctx context.Context, w *works
 		owners[childNamespace(w.obj.Name)] = client.ObjectKeyFromObject(w.obj).String()
 	}
 	snap.Pods = admission.PodsFrom(pods, func(ns string) string { return owners[ns] })
-	return admission.Decide(snap, client.ObjectKeyFromObject(w.obj).String(), r.Policy), nil
+	key := client.ObjectKeyFromObject(w.obj).String()
+	plan := admission.Plan(snap, r.Policy) // what Decide does, keeping the whole plan for the metrics
+	metrics.ObserveGate(w.cdKey, snap, plan, key)
+	return plan[key], nil
 }
 
 // gateView is how the gate sees one workspace of the cluster: its

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -19,6 +20,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -44,8 +46,9 @@ type WorkspaceClassReconcilerOptions struct {
 func (r *WorkspaceClassReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	obj := &workspacesv1.WorkspaceClass{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
+		return ctrl.Result{}, ignoreGone(metrics.KindWorkspaceClass, req, err)
 	}
+	defer metrics.ObserveReconcile(metrics.KindWorkspaceClass, req.NamespacedName, time.Now())
 	sp := newObjectPatcher(r.Client, obj)
 	defer func() {
 		if retErr != nil {

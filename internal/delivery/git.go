@@ -19,6 +19,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
+	"github.com/apiaryhq/apiary/internal/metrics"
 )
 
 // DefaultCommitWindow is how long the Git sink collects changes before it
@@ -99,6 +100,8 @@ type Git struct {
 	refused  map[ownerKey]bool // owners turned away before the clone opened
 	sweeps   []sweepRequest    // sweeps asked for before the clone opened
 	notifier notifier
+	// syncs times each pushed commit until Flux applied it.
+	syncs *metrics.SyncTracker
 }
 
 var _ Sink = (*Git)(nil)
@@ -127,6 +130,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 		ownerRev: map[ownerKey]string{},
 		ownerErr: map[ownerKey]error{},
 		refused:  map[ownerKey]bool{},
+		syncs:    metrics.NewSyncTracker(opts.Repo.URL),
 	}, nil
 }
 

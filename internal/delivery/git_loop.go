@@ -138,6 +138,7 @@ func (g *Git) flush(ctx context.Context) error {
 	}
 	g.mu.Unlock()
 	if res.Committed {
+		g.syncs.Pushed(rev, time.Now())
 		g.opts.Logger.Info("pushed commit", "commit", rev, "files", len(res.Changed), "owners", len(owners))
 		g.nudgeFlux(ctx)
 	}

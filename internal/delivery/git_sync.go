@@ -53,6 +53,7 @@ func (g *Git) Synced(ctx context.Context, reader client.Reader, _ Owner, revisio
 	repo := g.repo
 	g.mu.Unlock()
 	if repo != nil && applied != "" {
+		g.syncs.Applied(applied, func(sha string) (bool, error) { return repo.Contains(ctx, sha, applied) })
 		ok, err := repo.Contains(ctx, revision, applied)
 		if err != nil {
 			return st, fmt.Errorf("comparing %s with the applied revision %s: %w", short(revision), short(applied), err)

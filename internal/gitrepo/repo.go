@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/index"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/apiaryhq/apiary/internal/metrics"
 )
 
 const remoteName = "origin"
@@ -79,6 +81,8 @@ type Repo struct {
 
 	// beforePush, when set (tests only), runs before every push attempt.
 	beforePush func()
+	// metrics counts commits, pushes and retries of the remote.
+	metrics *metrics.GitRepository
 }
 
 // Open prepares the local clone in opts.Dir, initialising it when absent and
@@ -109,7 +113,7 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if err := r.Storer.SetReference(head); err != nil {
 		return nil, fmt.Errorf("setting HEAD of clone %s: %w", opts.Dir, err)
 	}
-	repo := &Repo{opts: opts, repo: r}
+	repo := &Repo{opts: opts, repo: r, metrics: metrics.Git(opts.URL)}
 	if err := repo.fetch(ctx); err != nil {
 		return nil, err
 	}

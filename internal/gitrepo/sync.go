@@ -39,11 +39,13 @@ func (r *Repo) Sync(ctx context.Context, changes map[string][]byte, deletes []st
 	var lastErr error
 	for attempt := 0; attempt <= r.opts.MaxPushRetries; attempt++ {
 		if attempt > 0 {
+			r.metrics.Retried()
 			if err := backoff(ctx, attempt); err != nil {
 				return Result{}, fmt.Errorf("retrying push to %s: %w", r.opts.Branch, err)
 			}
 		}
 		res, err := r.syncOnce(ctx, changes, deletes, message)
+		r.observe(res, err)
 		if err == nil || !errors.Is(err, errNonFastForward) {
 			return res, err
 		}
@@ -118,6 +120,7 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	if err != nil {
 		return Result{}, fmt.Errorf("committing to %s: %w", r.opts.Branch, err)
 	}
+	r.metrics.Committed()
 	if r.beforePush != nil {
 		r.beforePush()
 	}
