@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 )
 
@@ -94,6 +95,19 @@ func TestPrometheusRuleIsTheRuleFile(t *testing.T) {
 	g.Expect(yaml.Unmarshal(chartFile(t, "prometheus-rules.yaml"), &want)).To(Succeed())
 	g.Expect(want["groups"]).NotTo(BeEmpty())
 	g.Expect(rules[0].Object["spec"]).To(Equal(want))
+}
+
+func TestServiceMonitorRelabelings(t *testing.T) {
+	g := NewWithT(t)
+	drop := map[string]any{"action": "drop", "sourceLabels": []any{"__name__"}, "regex": "apiary_reconcile_duration_seconds_bucket"}
+	objs, err := render(loadChart(t), releaseName, releaseNamespace, map[string]any{"metrics": map[string]any{
+		"serviceMonitor": map[string]any{"enabled": true, "metricRelabelings": []any{drop}}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	sm := find(objs, "ServiceMonitor")
+	g.Expect(sm).To(HaveLen(1))
+	endpoints, _, _ := unstructured.NestedSlice(sm[0].Object, "spec", "endpoints")
+	g.Expect(endpoints).To(HaveLen(1))
+	g.Expect(endpoints[0]).To(HaveKeyWithValue("metricRelabelings", []any{drop}))
 }
 
 func TestGrafanaDashboardConfigMap(t *testing.T) {
