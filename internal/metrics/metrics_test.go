@@ -107,7 +107,7 @@ func TestTimeToRunningOncePerWorkspace(t *testing.T) {
 	g.Expect(count()).To(Equal(start + 2))
 	ForgetObject(KindWorkspaceDeployment, key)
 	ObserveTimeToRunning(key, "uid-2", time.Now())
-	g.Expect(count()).To(Equal(start + 3), "forgotten with the workspace")
+	g.Expect(count()).To(Equal(start+3), "forgotten with the workspace")
 }
 
 func TestGitCountersStartAtZeroWithoutCredentials(t *testing.T) {
