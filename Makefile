@@ -13,6 +13,11 @@ ENVTEST_DIR ?= $(CURDIR)/bin/k8s/$(KUBE_VERSION)-etcd$(ETCD_VERSION)
 export KUBEBUILDER_ASSETS ?= $(ENVTEST_DIR)
 FLUX_DIR ?= $(CURDIR)/bin/flux/$(FLUX_VERSION)
 export APIARY_FLUX_BIN ?= $(FLUX_DIR)
+# promtool, for the rule tests of test/monitoring; its version is pinned in hack/promtool/go.mod.
+PROMTOOL_VERSION := $(shell awk -v m=github.com/prometheus/prometheus '($$1=="require" && $$2==m) || $$1==m {print ($$1=="require" ? $$3 : $$2); exit}' hack/promtool/go.mod)
+PROMTOOL_DIR ?= $(CURDIR)/bin/promtool/$(PROMTOOL_VERSION)
+PROMTOOL := $(PROMTOOL_DIR)/promtool
+export APIARY_PROMTOOL ?= $(PROMTOOL)
 
 CONTROLLER_GEN := GOTOOLCHAIN=local go run sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 GO_TEST_ARGS ?=
@@ -73,13 +78,15 @@ fmt: ## Run gofmt on the code.
 	gofmt -s -w $$(git ls-files -co --exclude-standard '*.go' | grep -v '^hack/testenv/')
 
 .PHONY: vet
-vet: ## Run go vet (the manager's module and the image builder's).
+vet: ## Run go vet (the manager's module, the image builder's and test/monitoring's).
 	go vet ./...
 	go -C hack/image vet ./...
+	go -C test/monitoring vet ./...
 
 .PHONY: tidy
-tidy: ## Tidy go.mod.
+tidy: ## Tidy go.mod (and test/monitoring's).
 	go mod tidy
+	go -C test/monitoring mod tidy
 
 .PHONY: verify
 verify: generate manifests fmt ## Fail when generated or formatted files are stale.
@@ -106,9 +113,16 @@ flux-controllers: $(FLUX_DIR)/source-controller $(FLUX_DIR)/kustomize-controller
 $(FLUX_DIR)/source-controller $(FLUX_DIR)/kustomize-controller: hack/flux/build.sh hack/flux/source-controller/go.mod hack/flux/kustomize-controller/go.mod
 	hack/flux/build.sh $(FLUX_DIR)
 
+.PHONY: promtool
+promtool: $(PROMTOOL) ## Build promtool for the rule tests (cached in bin/).
+
+$(PROMTOOL): hack/promtool/build.sh hack/promtool/go.mod
+	hack/promtool/build.sh $(PROMTOOL_DIR)
+
 .PHONY: test
-test: generate manifests vet testenv flux-crds flux-controllers image-host ## Run all tests against a real API server (envtest).
+test: generate manifests vet testenv flux-crds flux-controllers image-host promtool ## Run all tests against a real API server (envtest), then test/monitoring.
 	go test ./... -timeout $(GO_TEST_TIMEOUT) -coverprofile cover.out $(GO_TEST_ARGS)
+	go -C test/monitoring test ./... -timeout $(GO_TEST_TIMEOUT) $(GO_TEST_ARGS)
 
 ##@ Build and run
 
