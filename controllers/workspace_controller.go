@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -26,6 +25,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments,verbs=get;list;watch;update;patch
@@ -238,19 +238,9 @@ func (r *WorkspaceDeploymentReconciler) notify(obj *workspacesv1.WorkspaceDeploy
 		}
 	}
 	if obj.Status.Phase == workspacesv1.PhaseWaiting {
-		reason = waitingReason(obj)
+		reason = status.WaitingReason(obj)
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
-}
-
-// waitingReason is the reason a Waiting workspace waits: the quota's, else the gate's.
-func waitingReason(obj *workspacesv1.WorkspaceDeployment) string {
-	for _, t := range []string{workspacesv1.QuotaReservedCondition, workspacesv1.GPUCapacityCondition} {
-		if conditions.IsFalse(obj, t) {
-			return conditions.GetReason(obj, t)
-		}
-	}
-	return workspacesv1.WaitingForGPUCapacityReason
 }
 
 // workspaceOwner identifies a workspace to the delivery sink.

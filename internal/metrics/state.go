@@ -5,7 +5,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -15,6 +14,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
 // Source is where the state metrics are read at scrape time.
@@ -168,7 +168,7 @@ func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader,
 		}
 		phases[string(phase)]++
 		if phase == workspacesv1.PhaseWaiting {
-			waiting[waitingReason(w)]++
+			waiting[status.WaitingReason(w)]++
 		}
 		targeted[clusterOf(w)] = true
 		if a := w.Status.Admission; a != nil && a.GPUsPerReplica > 0 {
@@ -209,16 +209,6 @@ func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, gau
 			gauge(c.quotaGPUsUsed, float64(used[l.Name]), q.Name, l.Name)
 		}
 	}
-}
-
-// waitingReason is the reason a Waiting workspace waits: the quota's, else the gate's.
-func waitingReason(w *workspacesv1.WorkspaceDeployment) string {
-	for _, t := range []string{workspacesv1.QuotaReservedCondition, workspacesv1.GPUCapacityCondition} {
-		if conditions.IsFalse(w, t) {
-			return conditions.GetReason(w, t)
-		}
-	}
-	return workspacesv1.WaitingForGPUCapacityReason
 }
 
 // clusterOf is the ClusterDeployment a workspace targets.
