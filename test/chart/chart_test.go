@@ -351,6 +351,14 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"bad git secret reference", map[string]any{"delivery": map[string]any{"git": map[string]any{"secretRef": "just-a-name"}}}, []string{"/delivery/git/secretRef"}},
 		{"bad age recipient", map[string]any{"delivery": map[string]any{"git": map[string]any{"sops": map[string]any{"ageRecipients": []any{"ssh-rsa AAAA"}}}}}, []string{"/delivery/git/sops/ageRecipients/0"}},
 		{"unknown service type", map[string]any{"metrics": map[string]any{"service": map[string]any{"type": "External"}}}, []string{"/metrics/service/type"}},
+		{"unknown kube-state-metrics key", map[string]any{"kubeStateMetrics": map[string]any{"config": "x"}}, []string{"/kubeStateMetrics", "config"}},
+		{"bad kube-state-metrics namespace", map[string]any{"kubeStateMetrics": map[string]any{"namespace": "Monitoring"}}, []string{"/kubeStateMetrics/namespace"}},
+		{"RBAC without a ServiceAccount", map[string]any{"kubeStateMetrics": map[string]any{"enabled": true, "serviceAccount": map[string]any{"name": ""}}},
+			[]string{"/kubeStateMetrics/serviceAccount/name"}},
+		{"rule labels not strings", map[string]any{"prometheusRule": map[string]any{"labels": map[string]any{"release": 1}}}, []string{"/prometheusRule/labels/release"}},
+		{"enabled as a string", map[string]any{"prometheusRule": map[string]any{"enabled": "yes"}}, []string{"/prometheusRule/enabled", "boolean"}},
+		{"bad dashboard label", map[string]any{"grafanaDashboard": map[string]any{"label": "grafana dashboard"}}, []string{"/grafanaDashboard/label"}},
+		{"bad dashboard label value", map[string]any{"grafanaDashboard": map[string]any{"labelValue": "a b"}}, []string{"/grafanaDashboard/labelValue"}},
 	}
 	ch := loadChart(t)
 	for _, tt := range tests {

@@ -130,32 +130,3 @@ func TestGrafanaDashboardConfigMap(t *testing.T) {
 	g.Expect(cm.Labels).To(HaveKeyWithValue("grafana.com/dashboard", "apiary"))
 	g.Expect(cm.Annotations).To(HaveKeyWithValue("grafana_folder", "Apiary"))
 }
-
-func TestSchemaRejectsBadMonitoringValues(t *testing.T) {
-	tests := []struct {
-		name string
-		vals map[string]any
-		want []string
-	}{
-		{"unknown kube-state-metrics key", map[string]any{"kubeStateMetrics": map[string]any{"config": "x"}}, []string{"/kubeStateMetrics", "config"}},
-		{"bad kube-state-metrics namespace", map[string]any{"kubeStateMetrics": map[string]any{"namespace": "Monitoring"}}, []string{"/kubeStateMetrics/namespace"}},
-		{"RBAC without a ServiceAccount", map[string]any{"kubeStateMetrics": map[string]any{"enabled": true, "serviceAccount": map[string]any{"name": ""}}},
-			[]string{"/kubeStateMetrics/serviceAccount/name"}},
-		{"rule labels not strings", map[string]any{"prometheusRule": map[string]any{"labels": map[string]any{"release": 1}}}, []string{"/prometheusRule/labels/release"}},
-		{"enabled as a string", map[string]any{"prometheusRule": map[string]any{"enabled": "yes"}}, []string{"/prometheusRule/enabled", "boolean"}},
-		{"bad dashboard label", map[string]any{"grafanaDashboard": map[string]any{"label": "grafana dashboard"}}, []string{"/grafanaDashboard/label"}},
-		{"bad dashboard label value", map[string]any{"grafanaDashboard": map[string]any{"labelValue": "a b"}}, []string{"/grafanaDashboard/labelValue"}},
-	}
-	ch := loadChart(t)
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			g := NewWithT(t)
-			_, err := render(ch, releaseName, releaseNamespace, tt.vals)
-			g.Expect(err).To(HaveOccurred())
-			t.Log(strings.TrimSpace(err.Error()))
-			for _, w := range tt.want {
-				g.Expect(err.Error()).To(ContainSubstring(w))
-			}
-		})
-	}
-}
