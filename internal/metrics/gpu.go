@@ -60,7 +60,9 @@ func ObserveGate(cluster types.NamespacedName, snap admission.Snapshot, plan map
 				continue
 			}
 			counted[g.Resource] = true
-			free[g.Resource] += 0 // the resource is offered: export it, if only as 0
+			if _, ok := free[g.Resource]; !ok {
+				free[g.Resource] = 0 // the resource is offered: export it, if only as 0
+			}
 			if n.Schedulable {
 				free[g.Resource] += max(0, g.Allocatable-used[n.Name][g.Resource])
 			}
