@@ -230,6 +230,7 @@ func TestStateFromTheCache(t *testing.T) {
 		{ResourceName: "nvidia.com/gpu", Total: 8}, {ResourceName: "nvidia.com/gpu", Total: 4}}}}
 	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: quotav1alpha1.TenantQuotaSpec{
 		Hard: quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "h100", Count: 8}, {Name: "any", Count: 16}}}}}
+	q.Status.Hard = *q.Spec.Hard.DeepCopy()
 	q.Status.Used.GPUs = []quotav1alpha1.GPUUsage{{Name: "h100", Count: 6}}
 	c := fake.NewClientBuilder().WithScheme(apiaryscheme.New()).WithObjects(running, failed, unadmitted, colony, q,
 		waitingWorkspace("w1", workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason),

@@ -66,7 +66,7 @@ var state = &stateCollector{
 	gpusCapacity: desc("gpus_capacity", "GPUs the schedulable nodes of a cluster offer, from its Colony's GPU inventory.",
 		"cluster_deployment", "resource"),
 	quotaGPUsUsed: desc("tenantquota_gpus_used", "GPUs of a TenantQuota's GPU limit that admitted workspaces use.", "tenantquota", "limit"),
-	quotaGPUsHard: desc("tenantquota_gpus_hard", "The GPU limits of a TenantQuota.", "tenantquota", "limit"),
+	quotaGPUsHard: desc("tenantquota_gpus_hard", "The GPU limits a TenantQuota enforces (status.hard).", "tenantquota", "limit"),
 	cachesOpen:    desc("child_cluster_caches_open", "Informer caches of child clusters that run."),
 	unreachable: desc("child_cluster_unreachable", "1 while Apiary cannot reach a child cluster's API server (its cache lost it, or could not start), else 0.",
 		"cluster_deployment"),
@@ -204,7 +204,7 @@ func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, gau
 		for _, u := range q.Status.Used.GPUs {
 			used[u.Name] = u.Count
 		}
-		for _, l := range q.Spec.Hard.GPUs {
+		for _, l := range q.Status.Hard.GPUs {
 			gauge(c.quotaGPUsHard, float64(l.Count), q.Name, l.Name)
 			gauge(c.quotaGPUsUsed, float64(used[l.Name]), q.Name, l.Name)
 		}

@@ -155,6 +155,7 @@ func stateObjects(updated time.Time) []runtime.Object {
 	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}, Spec: quotav1alpha1.TenantQuotaSpec{
 		Hard: quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](10), CPU: ptr.To(resource.MustParse("16")), Memory: ptr.To(resource.MustParse("64Gi")),
 			GPUs: []quotav1alpha1.GPULimit{{Name: "h100", ResourceName: "nvidia.com/gpu", GPUModel: "H100", Count: 8}}}}}
+	q.Status.Hard = *q.Spec.Hard.DeepCopy() // what the controller enforces
 	q.Status.Used = quotav1alpha1.QuotaUsage{Workspaces: 3, CPU: ptr.To(resource.MustParse("1500m")), Memory: ptr.To(resource.MustParse("8Gi")),
 		GPUs: []quotav1alpha1.GPUUsage{{Name: "h100", Count: 6}}}
 	conditions.MarkTrue(q, commonv1.ReadyCondition, quotav1alpha1.EnforcedReason, "enforced")
@@ -205,13 +206,13 @@ func TestKSMConfigProducesTheSeries(t *testing.T) {
 
 	q := map[string]string{"customresource_kind": "TenantQuota", "name": "team-a"}
 	g.Expect(sample(g, fams, "apiary_resource_info", with(q, "ready", "True", "within_limits", "False"))).To(Equal(1.0))
-	g.Expect(sample(g, fams, "apiary_tenantquota_spec_hard_workspaces", q)).To(Equal(10.0))
+	g.Expect(sample(g, fams, "apiary_tenantquota_status_hard_workspaces", q)).To(Equal(10.0))
 	g.Expect(sample(g, fams, "apiary_tenantquota_status_used_workspaces", q)).To(Equal(3.0))
-	g.Expect(sample(g, fams, "apiary_tenantquota_spec_hard_gpus", with(q, "limit", "h100", "resource", "nvidia.com/gpu"))).To(Equal(8.0))
+	g.Expect(sample(g, fams, "apiary_tenantquota_status_hard_gpus", with(q, "limit", "h100", "resource", "nvidia.com/gpu"))).To(Equal(8.0))
 	g.Expect(sample(g, fams, "apiary_tenantquota_status_used_gpus", with(q, "limit", "h100"))).To(Equal(6.0))
-	g.Expect(sample(g, fams, "apiary_tenantquota_spec_hard_cpu_cores", q)).To(Equal(16.0))
+	g.Expect(sample(g, fams, "apiary_tenantquota_status_hard_cpu_cores", q)).To(Equal(16.0))
 	g.Expect(sample(g, fams, "apiary_tenantquota_status_used_cpu_cores", q)).To(Equal(1.5))
-	g.Expect(sample(g, fams, "apiary_tenantquota_spec_hard_memory_bytes", q)).To(Equal(64.0 * (1 << 30)))
+	g.Expect(sample(g, fams, "apiary_tenantquota_status_hard_memory_bytes", q)).To(Equal(64.0 * (1 << 30)))
 	g.Expect(sample(g, fams, "apiary_tenantquota_status_used_memory_bytes", q)).To(Equal(8.0 * (1 << 30)))
 
 	// No family of the configuration is dead: each yields a series from
