@@ -140,6 +140,7 @@ func TestConcurrentAdmissionsNeverOverbook(t *testing.T) {
 		var admitted []int
 		for i, w := range remaining {
 			if get(g, w).Status.Admission != nil {
+				admittedOnce[w.Name] = true
 				admitted = append(admitted, i)
 			}
 		}
