@@ -55,6 +55,13 @@ type Options struct {
 	MaxPushRetries int
 	// SigningKey, when set, signs every commit (OpenPGP).
 	SigningKey *openpgp.Entity
+	// Signer, when set, signs every commit in place of SigningKey (e.g.
+	// with an SSH key).
+	Signer git.Signer
+	// Credentials, when set, are asked for the auth method before every
+	// fetch and push and for the signer before every commit, in place of
+	// Auth, SigningKey and Signer: rotated credentials apply at once.
+	Credentials Credentials
 }
 
 // Result describes the outcome of a Sync.
@@ -191,10 +198,14 @@ func (r *Repo) Files() (map[string][]byte, error) {
 func (r *Repo) fetch(ctx context.Context) error {
 	branch := plumbing.NewBranchReferenceName(r.opts.Branch)
 	tracking := plumbing.NewRemoteReferenceName(remoteName, r.opts.Branch)
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+	auth, err := r.auth(ctx)
+	if err != nil {
+		return fmt.Errorf("fetching %s branch %s: %w", redactURL(r.opts.URL), r.opts.Branch, err)
+	}
+	err = r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", branch, tracking))},
-		Auth:       r.opts.Auth,
+		Auth:       auth,
 		Tags:       git.NoTags,
 		Force:      true,
 	})
