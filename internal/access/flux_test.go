@@ -48,6 +48,7 @@ func TestRoutesKustomizationBundle(t *testing.T) {
 	g.Expect(spec).To(HaveKeyWithValue("path", "./clusters/mgmt/apiary-routes/kcm-system/region-a"))
 	g.Expect(spec).To(HaveKeyWithValue("prune", true))
 	g.Expect(spec).To(HaveKeyWithValue("wait", false))
+	g.Expect(spec).To(HaveKeyWithValue("deletionPolicy", "Orphan"), "a regional cluster that is gone cannot be pruned")
 	g.Expect(spec).To(HaveKeyWithValue("interval", "10m"))
 	g.Expect(spec["sourceRef"]).To(Equal(map[string]any{"kind": "GitRepository", "name": "fleet", "namespace": "flux-system"}))
 	g.Expect(spec["kubeConfig"]).To(Equal(map[string]any{"secretRef": map[string]any{"name": "region-a-kubeconfig", "key": "value"}}))
