@@ -1,11 +1,16 @@
 package testenv
 
 import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"golang.org/x/crypto/ssh"
 )
 
 // VerifySSHCommit checks the SSH signature of commit in the repository at
@@ -31,4 +36,22 @@ func VerifySSHCommit(dir, commit, principal, publicKey string) error {
 		return fmt.Errorf("git verify-commit %s: %w: %s", commit, err, out)
 	}
 	return nil
+}
+
+// SSHKey returns a new Ed25519 key as an OpenSSH private key and an
+// authorized_keys line, for signing commits in tests.
+func SSHKey() (private []byte, public string, err error) {
+	pub, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		return nil, "", err
+	}
+	block, err := ssh.MarshalPrivateKey(key, "apiary")
+	if err != nil {
+		return nil, "", err
+	}
+	sshPub, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return nil, "", err
+	}
+	return pem.EncodeToMemory(block), string(ssh.MarshalAuthorizedKey(sshPub)), nil
 }
