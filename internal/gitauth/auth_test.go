@@ -1,30 +1,19 @@
 package gitauth
 
 import (
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"strings"
 	"testing"
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	. "github.com/onsi/gomega"
-	"golang.org/x/crypto/ssh"
 )
 
 func sshIdentity(t *testing.T) (private []byte, knownHosts []byte) {
 	t.Helper()
-	g := NewWithT(t)
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	g.Expect(err).NotTo(HaveOccurred())
-	block, err := ssh.MarshalPrivateKey(key, "")
-	g.Expect(err).NotTo(HaveOccurred())
-	hostPub, _, err := ed25519.GenerateKey(rand.Reader)
-	g.Expect(err).NotTo(HaveOccurred())
-	sshPub, err := ssh.NewPublicKey(hostPub)
-	g.Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(block), []byte("git.example.com " + string(ssh.MarshalAuthorizedKey(sshPub)))
+	private, _ = sshKey(t, "")
+	_, hostKey := sshKey(t, "")
+	return private, []byte("git.example.com " + hostKey)
 }
 
 func TestAuthFromSecret(t *testing.T) {

@@ -161,23 +161,9 @@ func (r *Repo) Files() (map[string][]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string][]byte{}
-	if !r.ready {
-		return out, nil
-	}
-	c, err := r.repo.CommitObject(r.head)
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", r.head, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("reading tree of %s: %w", r.head, err)
-	}
-	sub, err := tree.Tree(r.opts.Path)
-	if errors.Is(err, object.ErrDirectoryNotFound) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", r.opts.Path, r.head, err)
+	sub, err := r.headTree(r.opts.Path)
+	if sub == nil || err != nil {
+		return out, err
 	}
 	err = sub.Files().ForEach(func(f *object.File) error {
 		s, err := f.Contents()
@@ -191,6 +177,31 @@ func (r *Repo) Files() (map[string][]byte, error) {
 		return nil, fmt.Errorf("reading files under %s: %w", r.opts.Path, err)
 	}
 	return out, nil
+}
+
+// headTree returns the tree of dir (relative to the repository root) at
+// HEAD; nil before the branch exists or when dir does not. Callers hold
+// r.mu.
+func (r *Repo) headTree(dir string) (*object.Tree, error) {
+	if !r.ready {
+		return nil, nil
+	}
+	c, err := r.repo.CommitObject(r.head)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", r.head, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("reading tree of %s: %w", r.head, err)
+	}
+	sub, err := tree.Tree(dir)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", dir, r.head, err)
+	}
+	return sub, nil
 }
 
 // fetch updates the remote-tracking ref of the branch; a missing branch or

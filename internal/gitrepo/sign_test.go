@@ -3,9 +3,6 @@ package gitrepo
 import (
 	"bytes"
 	"context"
-	"crypto/ed25519"
-	"crypto/rand"
-	"encoding/pem"
 	"errors"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +13,6 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	. "github.com/onsi/gomega"
-	"golang.org/x/crypto/ssh"
 
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/testenv"
@@ -123,12 +119,7 @@ func (f *fakeCredentials) Signer(context.Context) (git.Signer, error) { return f
 
 func sshKeyPair(t *testing.T) (private []byte, public string) {
 	t.Helper()
-	g := NewWithT(t)
-	_, key, err := ed25519.GenerateKey(rand.Reader)
-	g.Expect(err).NotTo(HaveOccurred())
-	block, err := ssh.MarshalPrivateKey(key, "")
-	g.Expect(err).NotTo(HaveOccurred())
-	pub, err := ssh.NewPublicKey(key.Public())
-	g.Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(block), string(ssh.MarshalAuthorizedKey(pub))
+	private, public, err := testenv.SSHKey()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	return private, public
 }
