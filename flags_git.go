@@ -32,11 +32,11 @@ func (f *gitFlags) bind(fs *flag.FlagSet) {
 	fs.StringVar(&f.routesPath, "git-routes-path", "",
 		"Git delivery: folder of workspaces' access routes, one folder per regional cluster, applied there by Flux (default <git-path>-routes; must not overlap --git-path).")
 	fs.StringVar(&f.secret, "git-secret", "",
-		"Git delivery: <namespace>/<name> of a Secret with credentials in Flux's format (username/password, bearerToken, or identity with known_hosts).")
+		"Git delivery: <namespace>/<name> of a Secret with credentials in Flux's format (username/password, bearerToken, or identity with known_hosts). Read again when it changes.")
 	fs.StringVar(&f.gitRepository, "git-repository", "",
 		"Git delivery: <namespace>/<name> of a Flux GitRepository whose URL, branch and Secret are reused, and which is asked to fetch after each push.")
 	fs.StringVar(&f.signingKey, "git-signing-key-secret", "",
-		"Git delivery: <namespace>/<name> of a Secret with an armored OpenPGP private key (git.asc, optional passphrase) that signs every commit.")
+		"Git delivery: <namespace>/<name> of a Secret with the key that signs every commit: an armored OpenPGP private key (git.asc, optional passphrase) or an SSH private key (identity, optional password). Read again when it changes.")
 	fs.StringVar(&f.kustomization, "git-kustomization", "",
 		"Git delivery: <namespace>/<name> of the Flux Kustomization that applies --git-path, read for the Synced condition.")
 	fs.StringVar(&f.authorName, "git-author-name", "Apiary", "Git delivery: commit author name.")

@@ -43,6 +43,10 @@ func commitReason(err error) string {
 	switch {
 	case delivery.IsNoRecipients(err):
 		return commonv1.NoEncryptionRecipientsReason
+	case gitrepo.IsCredentials(err):
+		return commonv1.InvalidGitCredentialsReason
+	case gitrepo.IsSigningKey(err):
+		return commonv1.InvalidSigningKeyReason
 	case gitrepo.IsAuthFailed(err):
 		return commonv1.GitAuthFailedReason
 	case gitrepo.IsUnreachable(err):

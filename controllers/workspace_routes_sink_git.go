@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
@@ -33,7 +34,9 @@ const regionalRoutesOwnerKind = "RegionalRoutes"
 // the manager: it is a Runnable.
 type GitRouteSinks struct {
 	// Main commits the Kustomizations: the installation's Git sink.
-	Main delivery.Sink
+	Main *delivery.Git
+	// Reader reads ClusterDeployments: the manager's cache.
+	Reader client.Reader
 	// Bundles holds the routes-kustomization bundle.
 	Bundles *render.Registry
 	// Source is the Flux GitRepository the Kustomizations read. Empty
@@ -58,6 +61,11 @@ type GitRouteSinks struct {
 
 	mu       sync.Mutex
 	declared map[types.NamespacedName]*declaredKustomization
+	// retiring holds the regional clusters whose Git folder is being
+	// removed; found those the start-up sweep found in Git without a
+	// ClusterDeployment.
+	retiring, found map[types.NamespacedName]bool
+	orphans         chan event.GenericEvent
 }
 
 // declaredKustomization is a regional cluster's Kustomization as rendered
@@ -82,8 +90,13 @@ func (s *GitRouteSinks) sinks() *delivery.GitSet[types.NamespacedName] {
 	return s.set
 }
 
-// Start runs the regional clusters' sinks until ctx ends.
-func (s *GitRouteSinks) Start(ctx context.Context) error { return s.sinks().Start(ctx) }
+// Start runs the regional clusters' sinks until ctx ends, and looks for
+// the folders and Kustomization files of regional clusters that are gone
+// once Main is open.
+func (s *GitRouteSinks) Start(ctx context.Context) error {
+	go s.sweepGone(ctx)
+	return s.sinks().Start(ctx)
+}
 
 // NeedLeaderElection makes the sinks run on the leader only.
 func (s *GitRouteSinks) NeedLeaderElection() bool { return true }
@@ -97,6 +110,9 @@ func (s *GitRouteSinks) Subscribe(kind string) <-chan event.GenericEvent {
 // the Kustomization that applies them to Main. Errors of that Kustomization's
 // commit are returned here, so they show on the workspaces' RoutesReady.
 func (s *GitRouteSinks) For(ctx context.Context, regional types.NamespacedName) (delivery.Sink, error) {
+	if err := s.refuseGone(ctx, regional); err != nil {
+		return nil, err
+	}
 	if err := s.declare(ctx, regional); err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,6 +31,11 @@ func (r *WorkspaceDeploymentReconciler) setupRoutes(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("indexing workspaces by regional cluster: %w", err)
 	}
+	if g, ok := r.RouteSinks.(*GitRouteSinks); ok {
+		if err := (&RegionalRoutesReconciler{Client: r.Client, Sinks: g}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("setting up the regional routes controller: %w", err)
+		}
+	}
 	if r.Children == nil {
 		return nil
 	}
@@ -54,17 +60,21 @@ func (r *WorkspaceDeploymentReconciler) poolWaiters(ctx context.Context, o clien
 
 // routedViaRegional maps a regional ClusterDeployment to the Running
 // workspaces of its child clusters whose routes are not ready, e.g. because
-// the regional cluster was missing.
+// the regional cluster was missing; and, when it is being deleted or gone,
+// to the workspaces whose routes it holds, which then let them go.
 func (r *WorkspaceDeploymentReconciler) routedViaRegional(ctx context.Context, o client.Object) []reconcile.Request {
+	var out []reconcile.Request
+	if r.goingOrGone(ctx, o) {
+		out = requests(r.listBy(ctx, workspaceRegionalIndex, client.ObjectKeyFromObject(o).String()), nil)
+	}
 	name := o.GetLabels()[access.ClusterNameLabel]
 	if name == "" {
-		return nil
+		return out
 	}
 	children := &k0rdentv1beta1.ClusterDeploymentList{}
 	if err := r.List(ctx, children, client.InNamespace(o.GetNamespace()), client.MatchingLabels{access.RegionalClusterNameLabel: name}); err != nil {
-		return nil
+		return out
 	}
-	var out []reconcile.Request
 	for i := range children.Items {
 		out = append(out, requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(&children.Items[i]).String()),
 			func(w *workspacesv1.WorkspaceDeployment) bool {
@@ -72,4 +82,14 @@ func (r *WorkspaceDeploymentReconciler) routedViaRegional(ctx context.Context, o
 			})...)
 	}
 	return out
+}
+
+// goingOrGone reports whether a ClusterDeployment of an event is being
+// deleted or no longer in the cache.
+func (r *WorkspaceDeploymentReconciler) goingOrGone(ctx context.Context, o client.Object) bool {
+	if !o.GetDeletionTimestamp().IsZero() {
+		return true
+	}
+	err := r.Get(ctx, client.ObjectKeyFromObject(o), &k0rdentv1beta1.ClusterDeployment{})
+	return apierrors.IsNotFound(err)
 }

@@ -48,6 +48,7 @@ func TestRoutesKustomizationBundle(t *testing.T) {
 	g.Expect(spec).To(HaveKeyWithValue("path", "./clusters/mgmt/apiary-routes/kcm-system/region-a"))
 	g.Expect(spec).To(HaveKeyWithValue("prune", true))
 	g.Expect(spec).To(HaveKeyWithValue("wait", false))
+	g.Expect(spec).To(HaveKeyWithValue("deletionPolicy", "Orphan"), "a regional cluster that is gone cannot be pruned")
 	g.Expect(spec).To(HaveKeyWithValue("interval", "10m"))
 	g.Expect(spec["sourceRef"]).To(Equal(map[string]any{"kind": "GitRepository", "name": "fleet", "namespace": "flux-system"}))
 	g.Expect(spec["kubeConfig"]).To(Equal(map[string]any{"secretRef": map[string]any{"name": "region-a-kubeconfig", "key": "value"}}))
@@ -59,6 +60,9 @@ func TestRoutesKustomizationBundle(t *testing.T) {
 	g.Expect(spec).To(HaveKeyWithValue("interval", "1m"))
 	g.Expect(spec).To(HaveKeyWithValue("wait", true))
 	g.Expect(ks.GetLabels()).To(HaveKeyWithValue("team", "net"))
+	ks, err = renderKustomization(t, kustomizationInput(), map[string]any{"deletionPolicy": "MirrorPrune"})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ks.Object["spec"]).To(HaveKeyWithValue("deletionPolicy", "MirrorPrune"))
 }
 
 func TestRoutesKustomizationBundleRefusesBadInput(t *testing.T) {
@@ -73,6 +77,7 @@ func TestRoutesKustomizationBundleRefusesBadInput(t *testing.T) {
 		{name: "no kubeconfig key", mutate: func(in *KustomizationInput) { in.KubeconfigKey = "" }, want: "input kubeConfigSecret.key is required"},
 		{name: "bad interval", values: map[string]any{"interval": "often"}, want: "interval"},
 		{name: "unknown value", values: map[string]any{"targetNamespace": "x"}, want: "targetNamespace"},
+		{name: "bad deletion policy", values: map[string]any{"deletionPolicy": "Forget"}, want: "deletionPolicy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,10 @@ const DefaultCommitWindow = 2 * time.Second
 // open its clone; the wrapped error says why (unreachable, auth, ...).
 var ErrNotOpen = errors.New("the Git repository is not open yet")
 
+// ErrRetired marks an Apply or Delete on a sink whose folder was removed
+// (Retire).
+var ErrRetired = errors.New("the Git folder was removed: its target is gone")
+
 // GitOptions configure the Git sink.
 type GitOptions struct {
 	// Repo configures the persistent clone; Repo.Path is the subtree the
@@ -85,8 +89,14 @@ type pendingFile struct {
 // one commit and then notifies the owners (Subscribe) to reconcile again.
 // Unchanged output queues nothing and costs no Git or API request.
 type Git struct {
-	opts GitOptions
-	kick chan struct{}
+	opts  GitOptions
+	kick  chan struct{}
+	retry chan struct{} // cuts short the wait after a failure
+	// opened is closed once the clone is open.
+	opened chan struct{}
+	// committing is held while a commit is made, so that Retire never
+	// runs beside one.
+	committing sync.Mutex
 
 	mu       sync.Mutex
 	repo     *gitrepo.Repo
@@ -99,6 +109,7 @@ type Git struct {
 	ownerErr map[ownerKey]error
 	refused  map[ownerKey]bool // owners turned away before the clone opened
 	sweeps   []sweepRequest    // sweeps asked for before the clone opened
+	retired  bool              // the path was removed (Retire)
 	notifier notifier
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
@@ -124,6 +135,8 @@ func NewGit(opts GitOptions) (*Git, error) {
 	return &Git{
 		opts:     opts,
 		kick:     make(chan struct{}, 1),
+		retry:    make(chan struct{}, 1),
+		opened:   make(chan struct{}),
 		openErr:  errors.New("the commit loop has not started"),
 		pending:  map[string]*pendingFile{},
 		perOwner: map[ownerKey]int{},
@@ -176,6 +189,9 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	key := keyOf(owner)
+	if g.retired {
+		return &Result{Inventory: prev, Pending: true}, ErrRetired
+	}
 	if g.repo == nil {
 		g.refused[key] = true
 		return &Result{Inventory: prev, Pending: true}, fmt.Errorf("%w: %w", ErrNotOpen, g.openErr)
@@ -249,6 +265,10 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 	}
 	g.mu.Lock()
 	key := keyOf(owner)
+	if g.retired {
+		g.mu.Unlock()
+		return false, ErrRetired
+	}
 	if g.repo == nil {
 		g.refused[key] = true
 		g.mu.Unlock()

@@ -35,10 +35,11 @@ func (g *Git) Start(ctx context.Context) error {
 		if !sleep(ctx, g.opts.Window) {
 			return nil
 		}
+		g.drainRetry()
 		if err := g.flush(ctx); err != nil {
 			failures++
 			g.opts.Logger.Error(err, "committing rendered objects failed; retrying", "attempt", failures)
-			if !sleep(ctx, retryDelay(failures)) {
+			if !sleepOr(ctx, retryDelay(failures), g.retry) {
 				return nil
 			}
 			g.wake()
@@ -52,6 +53,7 @@ func (g *Git) Start(ctx context.Context) error {
 // ended first. Owners that called Apply meanwhile are notified once open.
 func (g *Git) openWithRetry(ctx context.Context) bool {
 	for attempt := 1; ; attempt++ {
+		g.drainRetry()
 		repo, err := gitrepo.Open(ctx, g.opts.Repo)
 		var files map[string][]byte
 		if err == nil {
@@ -62,6 +64,7 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 			g.repo, g.head, g.headSHA, g.openErr = repo, files, repo.Head(), nil
 			refused, sweeps := g.refused, g.sweeps
 			g.refused, g.sweeps = map[ownerKey]bool{}, nil
+			close(g.opened)
 			g.mu.Unlock()
 			g.opts.Logger.Info("opened Git repository", "files", len(files), "head", repo.Head())
 			g.notifier.notify(refused)
@@ -73,10 +76,17 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 			return true
 		}
 		g.mu.Lock()
+		var refused map[ownerKey]bool
+		if g.openErr.Error() != err.Error() {
+			// Owners turned away learn the new cause.
+			refused = g.refused
+			g.refused = map[ownerKey]bool{}
+		}
 		g.openErr = err
 		g.mu.Unlock()
 		g.opts.Logger.Error(err, "opening the Git repository failed; retrying", "attempt", attempt)
-		if !sleep(ctx, retryDelay(attempt)) {
+		g.notifier.notify(refused)
+		if !sleepOr(ctx, retryDelay(attempt), g.retry) {
 			return false
 		}
 	}
@@ -85,6 +95,8 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 // flush commits every queued change in one commit, then records the commit
 // as the revision of the owners whose changes it holds and notifies them.
 func (g *Git) flush(ctx context.Context) error {
+	g.committing.Lock()
+	defer g.committing.Unlock()
 	g.mu.Lock()
 	if len(g.pending) == 0 {
 		g.mu.Unlock()
@@ -198,7 +210,10 @@ func retryDelay(attempt int) time.Duration {
 }
 
 // sleep waits d; false when ctx ended first.
-func sleep(ctx context.Context, d time.Duration) bool {
+func sleep(ctx context.Context, d time.Duration) bool { return sleepOr(ctx, d, nil) }
+
+// sleepOr waits d or until cut is signalled; false when ctx ended first.
+func sleepOr(ctx context.Context, d time.Duration, cut <-chan struct{}) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -206,5 +221,25 @@ func sleep(ctx context.Context, d time.Duration) bool {
 		return false
 	case <-t.C:
 		return true
+	case <-cut:
+		return true
+	}
+}
+
+// Retry cuts short the wait after a failed open or commit: the next
+// attempt starts now, e.g. because the credentials or the signing key
+// changed. It costs nothing when nothing failed.
+func (g *Git) Retry() {
+	select {
+	case g.retry <- struct{}{}:
+	default:
+	}
+}
+
+// drainRetry forgets a Retry asked for before the attempt that starts now.
+func (g *Git) drainRetry() {
+	select {
+	case <-g.retry:
+	default:
 	}
 }

@@ -13,13 +13,7 @@ func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 		g.mu.Unlock()
 		return 0
 	}
-	files := map[string][]byte{}
-	for path, data := range g.head {
-		files[path] = data
-	}
-	for path, p := range g.pending {
-		files[path] = p.data
-	}
+	files := g.files()
 	g.mu.Unlock()
 
 	verdict := map[ownerKey]bool{}

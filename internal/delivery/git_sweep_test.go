@@ -21,18 +21,9 @@ func TestGitSweep_RemovesTheFilesOfOwnersThatAreGone(t *testing.T) {
 	s := startGit(t, srv, nil)
 	live, gone := testOwner(ns, "live"), testOwner(ns, "gone")
 	other := Owner{Kind: "WorkspaceRoutes", Namespace: ns, Name: "gone"}
-	set := func(names ...string) func() []*unstructured.Unstructured {
-		return func() []*unstructured.Unstructured {
-			var out []*unstructured.Unstructured
-			for _, n := range names {
-				out = append(out, configMap(ns, n, map[string]string{"k": n}))
-			}
-			return out
-		}
-	}
-	applyUntilCommitted(t, s, live, set("l1"), nil)
-	applyUntilCommitted(t, s, gone, set("g1", "g2"), nil)
-	applyUntilCommitted(t, s, other, set("o1"), nil)
+	applyUntilCommitted(t, s, live, cms(ns, "l1"), nil)
+	applyUntilCommitted(t, s, gone, cms(ns, "g1", "g2"), nil)
+	applyUntilCommitted(t, s, other, cms(ns, "o1"), nil)
 	before := len(history(t, srv))
 
 	var asked []string

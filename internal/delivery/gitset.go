@@ -24,8 +24,15 @@ type GitSet[K comparable] struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	started chan struct{} // closed by Start
-	sinks   map[K]*Git
+	sinks   map[K]*runningGit
 	subs    map[string]chan event.GenericEvent
+}
+
+// runningGit is a sink of the set and how to stop it.
+type runningGit struct {
+	g      *Git
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 // Start keeps the context that the sinks run with until ctx ends.
@@ -62,22 +69,52 @@ func (s *GitSet[K]) Get(ctx context.Context, key K) (*Git, error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g, ok := s.sinks[key]; ok {
-		return g, nil
+	if r, ok := s.sinks[key]; ok {
+		return r.g, nil
 	}
 	g, err := s.New(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	if s.sinks == nil {
-		s.sinks = map[K]*Git{}
+		s.sinks = map[K]*runningGit{}
 	}
-	s.sinks[key] = g
+	runCtx, cancel := context.WithCancel(s.ctx)
+	r := &runningGit{g: g, cancel: cancel, done: make(chan struct{})}
+	s.sinks[key] = r
 	for kind, ch := range s.subs {
 		go forward(g.Subscribe(kind), ch)
 	}
-	go func() { _ = g.Start(s.ctx) }()
+	go func() {
+		defer close(r.done)
+		_ = g.Start(runCtx)
+	}()
 	return g, nil
+}
+
+// Lookup returns the sink of key when the set has made it.
+func (s *GitSet[K]) Lookup(key K) (*Git, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.sinks[key]
+	if !ok {
+		return nil, false
+	}
+	return r.g, true
+}
+
+// Remove stops the sink of key and forgets it, waiting until its commit
+// loop returned, so that a sink made again for key may use its clone. The
+// notices it sent stay delivered; it sends no more.
+func (s *GitSet[K]) Remove(key K) {
+	s.mu.Lock()
+	r, ok := s.sinks[key]
+	delete(s.sinks, key)
+	s.mu.Unlock()
+	if ok {
+		r.cancel()
+		<-r.done
+	}
 }
 
 // Subscribe returns one channel per kind fed by every sink of the set, now
@@ -96,8 +133,8 @@ func (s *GitSet[K]) Subscribe(kind string) <-chan event.GenericEvent {
 	if s.Also != nil {
 		go forward(s.Also.Subscribe(kind), ch)
 	}
-	for _, g := range s.sinks {
-		go forward(g.Subscribe(kind), ch)
+	for _, r := range s.sinks {
+		go forward(r.g.Subscribe(kind), ch)
 	}
 	return ch
 }

@@ -55,6 +55,13 @@ type Options struct {
 	MaxPushRetries int
 	// SigningKey, when set, signs every commit (OpenPGP).
 	SigningKey *openpgp.Entity
+	// Signer, when set, signs every commit in place of SigningKey (e.g.
+	// with an SSH key).
+	Signer git.Signer
+	// Credentials, when set, are asked for the auth method before every
+	// fetch and push and for the signer before every commit, in place of
+	// Auth, SigningKey and Signer: rotated credentials apply at once.
+	Credentials Credentials
 }
 
 // Result describes the outcome of a Sync.
@@ -154,23 +161,9 @@ func (r *Repo) Files() (map[string][]byte, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string][]byte{}
-	if !r.ready {
-		return out, nil
-	}
-	c, err := r.repo.CommitObject(r.head)
-	if err != nil {
-		return nil, fmt.Errorf("reading commit %s: %w", r.head, err)
-	}
-	tree, err := c.Tree()
-	if err != nil {
-		return nil, fmt.Errorf("reading tree of %s: %w", r.head, err)
-	}
-	sub, err := tree.Tree(r.opts.Path)
-	if errors.Is(err, object.ErrDirectoryNotFound) {
-		return out, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("reading %s at %s: %w", r.opts.Path, r.head, err)
+	sub, err := r.headTree(r.opts.Path)
+	if sub == nil || err != nil {
+		return out, err
 	}
 	err = sub.Files().ForEach(func(f *object.File) error {
 		s, err := f.Contents()
@@ -186,15 +179,44 @@ func (r *Repo) Files() (map[string][]byte, error) {
 	return out, nil
 }
 
+// headTree returns the tree of dir (relative to the repository root) at
+// HEAD; nil before the branch exists or when dir does not. Callers hold
+// r.mu.
+func (r *Repo) headTree(dir string) (*object.Tree, error) {
+	if !r.ready {
+		return nil, nil
+	}
+	c, err := r.repo.CommitObject(r.head)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", r.head, err)
+	}
+	tree, err := c.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("reading tree of %s: %w", r.head, err)
+	}
+	sub, err := tree.Tree(dir)
+	if errors.Is(err, object.ErrDirectoryNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s at %s: %w", dir, r.head, err)
+	}
+	return sub, nil
+}
+
 // fetch updates the remote-tracking ref of the branch; a missing branch or
 // an empty remote leaves r.ready false.
 func (r *Repo) fetch(ctx context.Context) error {
 	branch := plumbing.NewBranchReferenceName(r.opts.Branch)
 	tracking := plumbing.NewRemoteReferenceName(remoteName, r.opts.Branch)
-	err := r.repo.FetchContext(ctx, &git.FetchOptions{
+	auth, err := r.auth(ctx)
+	if err != nil {
+		return fmt.Errorf("fetching %s branch %s: %w", redactURL(r.opts.URL), r.opts.Branch, err)
+	}
+	err = r.repo.FetchContext(ctx, &git.FetchOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("+%s:%s", branch, tracking))},
-		Auth:       r.opts.Auth,
+		Auth:       auth,
 		Tags:       git.NoTags,
 		Force:      true,
 	})

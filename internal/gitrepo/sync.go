@@ -36,6 +36,12 @@ func (r *Repo) Sync(ctx context.Context, changes map[string][]byte, deletes []st
 	if err := validate(changes, deletes); err != nil {
 		return Result{}, err
 	}
+	return r.retryPush(ctx, func() (Result, error) { return r.syncOnce(ctx, changes, deletes, message) })
+}
+
+// retryPush runs once, and again after a non-fast-forward push, up to
+// MaxPushRetries times with backoff.
+func (r *Repo) retryPush(ctx context.Context, once func() (Result, error)) (Result, error) {
 	var lastErr error
 	for attempt := 0; attempt <= r.opts.MaxPushRetries; attempt++ {
 		if attempt > 0 {
@@ -44,7 +50,7 @@ func (r *Repo) Sync(ctx context.Context, changes map[string][]byte, deletes []st
 				return Result{}, fmt.Errorf("retrying push to %s: %w", r.opts.Branch, err)
 			}
 		}
-		res, err := r.syncOnce(ctx, changes, deletes, message)
+		res, err := once()
 		r.observe(res, err)
 		if err == nil || !errors.Is(err, errNonFastForward) {
 			return res, err
@@ -106,18 +112,31 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 	if err != nil {
 		return Result{}, err
 	}
+	return r.commitAndPush(ctx, changed, summary, message)
+}
+
+// commitAndPush commits the staged index, signed when a signer is set, and
+// pushes it; the summary lists the changed files in the message.
+func (r *Repo) commitAndPush(ctx context.Context, changed []string, summary, message string) (Result, error) {
 	msg := strings.TrimRight(message, "\n") + "\n\n" + summary
 	w, err := r.repo.Worktree()
 	if err != nil {
 		return Result{}, fmt.Errorf("opening worktree %s: %w", r.opts.Dir, err)
 	}
-	hash, err := w.Commit(msg, &git.CommitOptions{Author: &object.Signature{
+	opts := &git.CommitOptions{Author: &object.Signature{
 		Name: r.opts.Author.Name, Email: r.opts.Author.Email, When: time.Now(),
-	}, SignKey: r.opts.SigningKey})
+	}}
+	if err := r.sign(ctx, opts); err != nil {
+		return Result{}, fmt.Errorf("committing to %s: %w", r.opts.Branch, err)
+	}
+	hash, err := w.Commit(msg, opts)
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return Result{}, nil
 	}
 	if err != nil {
+		if opts.Signer != nil {
+			err = wrapOnce(ErrSigningKey, err)
+		}
 		return Result{}, fmt.Errorf("committing to %s: %w", r.opts.Branch, err)
 	}
 	r.metrics.Committed()
@@ -136,10 +155,14 @@ func (r *Repo) syncOnce(ctx context.Context, changes map[string][]byte, deletes 
 
 func (r *Repo) push(ctx context.Context) error {
 	ref := plumbing.NewBranchReferenceName(r.opts.Branch)
-	err := r.repo.PushContext(ctx, &git.PushOptions{
+	auth, err := r.auth(ctx)
+	if err != nil {
+		return fmt.Errorf("pushing to %s branch %s: %w", redactURL(r.opts.URL), r.opts.Branch, err)
+	}
+	err = r.repo.PushContext(ctx, &git.PushOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []config.RefSpec{config.RefSpec(fmt.Sprintf("%s:%s", ref, ref))},
-		Auth:       r.opts.Auth,
+		Auth:       auth,
 	})
 	switch {
 	case err == nil:

@@ -19,6 +19,7 @@ import (
 	"github.com/apiaryhq/apiary/controllers"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/render"
 )
 
@@ -30,6 +31,9 @@ type deps struct {
 	children *childcluster.Manager
 	// routes delivers workspaces' routes to regional clusters.
 	routes controllers.RouteSinks
+	// secrets wakes the Git sinks when their credentials or signing key
+	// Secrets change.
+	secrets *gitauth.Watcher
 }
 
 func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
@@ -46,7 +50,10 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()})
 		d.routes = controllers.NewDirectRouteSinks(children)
 	} else {
-		g, err := newGitSink(context.Background(), mgr, *opts.Git)
+		if err := d.watchSecrets(mgr); err != nil {
+			return nil, err
+		}
+		g, err := d.newGitSink(context.Background(), mgr, *opts.Git, nil)
 		if err != nil {
 			return nil, fmt.Errorf("configuring Git delivery: %w", err)
 		}
@@ -64,8 +71,11 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		d.routes = routes
 	}
 	if opts.TenantGit != nil {
+		if err := d.watchSecrets(mgr); err != nil {
+			return nil, err
+		}
 		router := &delivery.Router{Default: d.sink, Reader: mgr.GetCache(), NewTenant: func(ctx context.Context, t delivery.Tenant) (*delivery.Git, error) {
-			return newGitSink(ctx, mgr, tenantGitOptions(*opts.TenantGit, t))
+			return d.newGitSink(ctx, mgr, tenantGitOptions(*opts.TenantGit, t), nil)
 		}}
 		if err := mgr.Add(router); err != nil {
 			return nil, fmt.Errorf("adding the delivery router: %w", err)
@@ -73,6 +83,18 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		d.sink, d.git = router, true
 	}
 	return d, nil
+}
+
+// watchSecrets adds the watcher of the Git sinks' Secrets, once.
+func (d *deps) watchSecrets(mgr ctrl.Manager) error {
+	if d.secrets != nil {
+		return nil
+	}
+	d.secrets = &gitauth.Watcher{Informers: mgr.GetCache()}
+	if err := mgr.Add(d.secrets); err != nil {
+		return fmt.Errorf("adding the watcher of Git Secrets: %w", err)
+	}
+	return nil
 }
 
 // tenantGitOptions are the options of a tenant's Git sink: the tenant's

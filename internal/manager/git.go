@@ -4,15 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	neturl "net/url"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -58,8 +54,9 @@ type GitOptions struct {
 	// AgeRecipients are the age public keys Secrets are encrypted for with
 	// SOPS. Without any, Secrets are refused.
 	AgeRecipients []string
-	// SigningKeySecretRef names a Secret with an armored OpenPGP private key
-	// (git.asc, optional passphrase) that signs every commit.
+	// SigningKeySecretRef names a Secret with a key that signs every
+	// commit: an armored OpenPGP private key (git.asc, optional
+	// passphrase) or an SSH private key (identity, optional password).
 	SigningKeySecretRef *types.NamespacedName
 	// SaltSecretRef names the Secret keeping the salt of the SOPS plaintext
 	// digests; DefaultSaltSecretName in POD_NAMESPACE when empty.
@@ -82,14 +79,31 @@ func ParseObjectRef(flag, s string) (*types.NamespacedName, error) {
 
 var gitRepositoryKind = schema.GroupVersionKind{Group: "source.toolkit.fluxcd.io", Version: "v1", Kind: "GitRepository"}
 
-// newGitSink builds the Git sink from the options, reading the Flux
-// GitRepository and the credentials Secret once, with the uncached reader.
-func newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions) (*delivery.Git, error) {
+// newGitSink builds a Git sink from the options, reading the Flux
+// GitRepository once with the uncached reader; adjust, when set, changes
+// its options first. The credentials and signing key Secrets are read when
+// the sink first fetches, and again whenever they change: the sink retries
+// at once what failed when one of them changes.
+func (d *deps) newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions, adjust func(*delivery.GitOptions)) (*delivery.Git, error) {
 	opts, err := gitSinkOptions(ctx, mgr, o)
 	if err != nil {
 		return nil, err
 	}
-	return delivery.NewGit(opts)
+	if adjust != nil {
+		adjust(&opts)
+	}
+	g, err := delivery.NewGit(opts)
+	if err != nil {
+		return nil, err
+	}
+	if c, ok := opts.Repo.Credentials.(*gitauth.Credentials); ok {
+		for _, ref := range []*types.NamespacedName{c.AuthSecret, c.SigningSecret} {
+			if ref != nil {
+				d.secrets.Watch(*ref, g.Retry)
+			}
+		}
+	}
+	return g, nil
 }
 
 // gitSinkOptions are the options of a Git sink that delivers to the
@@ -104,19 +118,15 @@ func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delive
 	if o.URL == "" {
 		return delivery.GitOptions{}, errors.New("git delivery needs a repository URL or a Flux GitRepository")
 	}
-	auth, err := gitAuth(ctx, reader, o)
-	if err != nil {
-		return delivery.GitOptions{}, err
-	}
+	logger := mgr.GetLogger().WithName("git")
+	creds := &gitauth.Credentials{Cached: mgr.GetCache(), Live: reader, URL: o.URL,
+		AuthSecret: o.SecretRef, SigningSecret: o.SigningKeySecretRef, Logger: logger.WithName("credentials")}
+	var err error
 	enc := o.Encrypter
 	if enc == nil {
 		if enc, err = newSealer(ctx, mgr.GetClient(), reader, o.AgeRecipients, o.SaltSecretRef); err != nil {
 			return delivery.GitOptions{}, err
 		}
-	}
-	signer, err := signingKey(ctx, reader, o.SigningKeySecretRef)
-	if err != nil {
-		return delivery.GitOptions{}, err
 	}
 	dir := o.CheckoutDir
 	if dir == "" {
@@ -126,9 +136,8 @@ func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delive
 	}
 	repo := gitrepo.Options{
 		URL: o.URL, Branch: defaultString(o.Branch, "main"), Dir: dir, Path: defaultString(o.Path, "apiary"),
-		Auth:       auth,
-		SigningKey: signer,
-		Author:     gitrepo.Author{Name: defaultString(o.AuthorName, "Apiary"), Email: defaultString(o.AuthorEmail, "apiary@exalsius.ai")},
+		Credentials: creds,
+		Author:      gitrepo.Author{Name: defaultString(o.AuthorName, "Apiary"), Email: defaultString(o.AuthorEmail, "apiary@exalsius.ai")},
 	}
 	return delivery.GitOptions{
 		Repo:      repo,
@@ -143,7 +152,7 @@ func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delive
 			Kustomization: o.KustomizationRef,
 			Client:        mgr.GetClient(),
 		},
-		Logger: mgr.GetLogger().WithName("git"),
+		Logger: logger,
 	}, nil
 }
 
@@ -164,62 +173,6 @@ func fromGitRepository(ctx context.Context, reader client.Reader, o *GitOptions)
 		o.SecretRef = &types.NamespacedName{Namespace: o.GitRepositoryRef.Namespace, Name: name}
 	}
 	return nil
-}
-
-// gitAuth turns the credentials Secret into a go-git auth method.
-func gitAuth(ctx context.Context, reader client.Reader, o GitOptions) (transport.AuthMethod, error) {
-	if o.SecretRef == nil {
-		return nil, nil
-	}
-	s := &corev1.Secret{}
-	if err := reader.Get(ctx, *o.SecretRef, s); err != nil {
-		return nil, fmt.Errorf("reading Git credentials Secret %s: %w", o.SecretRef, err)
-	}
-	return authFromSecret(s.Data, o.URL)
-}
-
-// authFromSecret follows Flux's Secret format for Git credentials.
-func authFromSecret(data map[string][]byte, url string) (transport.AuthMethod, error) {
-	switch {
-	case len(data["identity"]) > 0:
-		keys, err := gitssh.NewPublicKeys(sshUser(url), data["identity"], string(data["password"]))
-		if err != nil {
-			return nil, fmt.Errorf("reading the SSH identity of the Git credentials: %w", err)
-		}
-		if len(data["known_hosts"]) == 0 {
-			return nil, errors.New("the Git credentials hold an SSH identity but no known_hosts")
-		}
-		f, err := os.CreateTemp("", "apiary-known-hosts-")
-		if err != nil {
-			return nil, fmt.Errorf("writing known_hosts: %w", err)
-		}
-		defer f.Close()
-		if _, err := f.Write(data["known_hosts"]); err != nil {
-			return nil, fmt.Errorf("writing known_hosts: %w", err)
-		}
-		cb, err := gitssh.NewKnownHostsCallback(f.Name())
-		if err != nil {
-			return nil, fmt.Errorf("reading known_hosts of the Git credentials: %w", err)
-		}
-		keys.HostKeyCallback = cb
-		return keys, nil
-	case len(data["bearerToken"]) > 0:
-		return &githttp.TokenAuth{Token: string(data["bearerToken"])}, nil
-	case len(data["username"]) > 0 || len(data["password"]) > 0:
-		return &githttp.BasicAuth{Username: string(data["username"]), Password: string(data["password"])}, nil
-	}
-	return nil, errors.New("the Git credentials Secret holds none of identity, bearerToken, username/password")
-}
-
-// sshUser is the user of an SSH repository URL, "git" when it names none.
-func sshUser(raw string) string {
-	if u, err := neturl.Parse(raw); err == nil && u.Scheme == "ssh" && u.User != nil && u.User.Username() != "" {
-		return u.User.Username()
-	}
-	if at := strings.Index(raw, "@"); at > 0 && !strings.Contains(raw, "://") {
-		return raw[:at] // scp-like user@host:path
-	}
-	return "git"
 }
 
 func defaultString(s, def string) string {

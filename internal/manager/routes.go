@@ -34,12 +34,12 @@ func routesPath(o GitOptions) (string, error) {
 // with its credentials and commit settings, reading and mapping the
 // regional cluster through its current client; and the Flux Kustomizations
 // that apply them, committed through main.
-func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions, main delivery.Sink, settings map[string]any) (*controllers.GitRouteSinks, error) {
+func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions, main *delivery.Git, settings map[string]any) (*controllers.GitRouteSinks, error) {
 	folder, err := routesPath(o)
 	if err != nil {
 		return nil, err
 	}
-	s := &controllers.GitRouteSinks{Main: main, Bundles: d.bundles, Path: folder, Settings: settings,
+	s := &controllers.GitRouteSinks{Main: main, Reader: mgr.GetClient(), Bundles: d.bundles, Path: folder, Settings: settings,
 		Alive: controllers.WorkspaceExists(mgr.GetClient())}
 	s.Source, s.SourceErr = fluxSource(ctx, mgr, o)
 	s.NewSink = func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error) {
@@ -49,14 +49,11 @@ func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions
 		if ro.CheckoutDir != "" {
 			ro.CheckoutDir = filepath.Join(ro.CheckoutDir, "routes", regional.Namespace, regional.Name)
 		}
-		opts, err := gitSinkOptions(ctx, mgr, ro)
-		if err != nil {
-			return nil, err
-		}
-		current := d.children.Current(regional)
-		opts.Mapper, opts.Reader = current, current
-		opts.Logger = mgr.GetLogger().WithName("git-routes").WithValues("regionalCluster", regional.String())
-		return delivery.NewGit(opts)
+		return d.newGitSink(ctx, mgr, ro, func(opts *delivery.GitOptions) {
+			current := d.children.Current(regional)
+			opts.Mapper, opts.Reader = current, current
+			opts.Logger = mgr.GetLogger().WithName("git-routes").WithValues("regionalCluster", regional.String())
+		})
 	}
 	return s, nil
 }

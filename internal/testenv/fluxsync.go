@@ -19,6 +19,9 @@ type FluxSync struct {
 	// DecryptionSecret names a Secret in Namespace holding the age key
 	// (identity.agekey); empty for no decryption.
 	DecryptionSecret string
+	// SecretRef names the Secret in Namespace with the Git credentials of
+	// the GitRepository; empty for anonymous access.
+	SecretRef string
 }
 
 // Objects returns the GitRepository and the Kustomization. Both have long
@@ -26,6 +29,10 @@ type FluxSync struct {
 // Kustomization follows its source's new revisions, so the tests wait on
 // events, not on intervals.
 func (s FluxSync) Objects() ([]*unstructured.Unstructured, error) {
+	secretRef := ""
+	if s.SecretRef != "" {
+		secretRef = fmt.Sprintf("  secretRef:\n    name: %s\n", s.SecretRef)
+	}
 	decryption := ""
 	if s.DecryptionSecret != "" {
 		decryption = fmt.Sprintf("  decryption:\n    provider: sops\n    secretRef:\n      name: %s\n", s.DecryptionSecret)
@@ -40,7 +47,7 @@ spec:
   ref:
     branch: %[4]s
   interval: 10m
----
+%[7]s---
 apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
@@ -54,6 +61,6 @@ spec:
   sourceRef:
     kind: GitRepository
     name: %[1]s
-%[6]s`, s.Name, s.Namespace, s.URL, s.Branch, s.Path, decryption)
+%[6]s`, s.Name, s.Namespace, s.URL, s.Branch, s.Path, decryption, secretRef)
 	return DecodeObjects([]byte(manifests))
 }

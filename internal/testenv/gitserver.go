@@ -52,6 +52,22 @@ func WithGitBasicAuth(username, password string) GitServerOption {
 	return func(s *GitServer) { s.username, s.password = username, password }
 }
 
+// SetBasicAuth changes the credentials the server accepts from the next
+// request on, as a Git host does when a password or token is rotated. The
+// server must have been started with WithGitBasicAuth.
+func (s *GitServer) SetBasicAuth(username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.username, s.password = username, password
+}
+
+// basicAuth returns the credentials the server accepts.
+func (s *GitServer) basicAuth() (string, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.username, s.password
+}
+
 // StartGitServer serves the repositories under root (created when missing)
 // on a free loopback port. Stop it when done; root is left in place.
 func StartGitServer(root string, opts ...GitServerOption) (*GitServer, error) {
@@ -154,8 +170,9 @@ func (s *GitServer) handler() http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, p, ok := r.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(s.username)) != 1 ||
-			subtle.ConstantTimeCompare([]byte(p), []byte(s.password)) != 1 {
+		username, password := s.basicAuth()
+		if !ok || subtle.ConstantTimeCompare([]byte(u), []byte(username)) != 1 ||
+			subtle.ConstantTimeCompare([]byte(p), []byte(password)) != 1 {
 			w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -181,10 +198,11 @@ func (s *GitServer) RepoURL(name string) string {
 
 // Auth is the go-git credential for the server, nil without basic auth.
 func (s *GitServer) Auth() transport.AuthMethod {
-	if s.username == "" && s.password == "" {
+	username, password := s.basicAuth()
+	if username == "" && password == "" {
 		return nil
 	}
-	return &githttp.BasicAuth{Username: s.username, Password: s.password}
+	return &githttp.BasicAuth{Username: username, Password: password}
 }
 
 // InitRepo creates the empty bare repository name (a path relative to the

@@ -145,3 +145,6 @@ func revisionOf(d *commonv1.DeliveryStatus) string {
 	}
 	return d.Revision
 }
+
+// repoDir is the server's bare repository on disk.
+func repoDir() string { return filepath.Join(gitServer.Root(), repoName) }

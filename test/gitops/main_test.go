@@ -37,6 +37,17 @@ const (
 	// fluxName names both the GitRepository and the Kustomization.
 	fluxName = "apiary"
 	timeout  = 2 * time.Minute
+	// gitUser and gitPassword are the credentials the Git server accepts
+	// (until a test rotates the password), kept in credentialsSecret, which
+	// the GitRepository names and Apiary reuses.
+	gitUser           = "apiary"
+	gitPassword       = "first-password"
+	credentialsSecret = "git-credentials"
+	// signingSecret holds the SSH key that signs Apiary's commits.
+	signingSecret = "git-signing"
+	// authorEmail is the email of Apiary's commits, the principal of
+	// their signatures.
+	authorEmail = "apiary@gitops.test"
 )
 
 var (
@@ -46,6 +57,10 @@ var (
 	regionalClient client.Client
 	flux           *testenv.Flux
 	gitServer      *testenv.GitServer
+	// signingPublicKey verifies Apiary's commits (authorized_keys format).
+	signingPublicKey string
+	// apiary runs the manager; tests may stop and start it again.
+	apiary *apiaryProcess
 )
 
 // regionalAnnotation on a ClusterDeployment makes the stand-in write a
@@ -115,7 +130,7 @@ func run(m *testing.M) int {
 		return fail("creating a temporary folder", err)
 	}
 	defer func() { _ = os.RemoveAll(root) }()
-	if gitServer, err = testenv.StartGitServer(filepath.Join(root, "git")); err != nil {
+	if gitServer, err = testenv.StartGitServer(filepath.Join(root, "git"), testenv.WithGitBasicAuth(gitUser, gitPassword)); err != nil {
 		return fail("starting the Git server", err)
 	}
 	defer func() { _ = gitServer.Stop() }()
@@ -133,44 +148,47 @@ func run(m *testing.M) int {
 	if err := installFluxObjects(ctx, identity); err != nil {
 		return fail("creating Flux's objects", err)
 	}
+	if signingPublicKey, err = installSigningKey(ctx); err != nil {
+		return fail("creating the signing key", err)
+	}
+	if err := (testenv.TenantGateway{Key: gateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": 30022}}).Create(ctx, regionalClient); err != nil {
+		return fail("creating the tenant Gateway", err)
+	}
 	if flux, err = testenv.StartFlux(ctx, env, testenv.FluxOptions{Namespace: fluxNS}); err != nil {
 		return fail("starting Flux", err)
 	}
 	defer func() { _ = flux.Stop() }()
 
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:             env.Config,
-			MetricsBindAddress:     "0",
-			HealthProbeBindAddress: "0",
-			Concurrency:            manager.DefaultConcurrency,
-			CRDCheckInterval:       time.Second,
-			NoCrossNamespaceRefs:   true,
-			Logger:                 ctrl.Log.WithName("apiary"),
-			Git: &manager.GitOptions{
-				Path:             apiaryPath,
-				GitRepositoryRef: &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
-				KustomizationRef: &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
-				CommitWindow:     500 * time.Millisecond,
-				CheckoutDir:      filepath.Join(root, "checkout"),
-				AgeRecipients:    []string{recipient},
-			},
-		})
-	}()
+	apiary = &apiaryProcess{options: manager.Options{
+		RestConfig:             env.Config,
+		MetricsBindAddress:     "0",
+		HealthProbeBindAddress: "0",
+		Concurrency:            manager.DefaultConcurrency,
+		CRDCheckInterval:       time.Second,
+		NoCrossNamespaceRefs:   true,
+		Logger:                 ctrl.Log.WithName("apiary"),
+		// A test restarts the manager in this process.
+		SkipControllerNameValidation: true,
+		Git: &manager.GitOptions{
+			Path:                apiaryPath,
+			GitRepositoryRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+			KustomizationRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+			SigningKeySecretRef: &types.NamespacedName{Namespace: fluxNS, Name: signingSecret},
+			AuthorEmail:         authorEmail,
+			CommitWindow:        500 * time.Millisecond,
+			CheckoutDir:         filepath.Join(root, "checkout"),
+			AgeRecipients:       []string{recipient},
+		},
+	}}
+	apiary.start(ctx)
 	code := m.Run()
 	if code != 0 {
 		fmt.Fprintln(os.Stderr, "Flux logs:\n"+flux.Logs(80))
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		}
-	case <-time.After(30 * time.Second):
-		fmt.Fprintln(os.Stderr, "manager did not stop within 30s")
+	if err := apiary.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 	}
+	cancel()
 	return code
 }
 
@@ -181,14 +199,16 @@ func installFluxObjects(ctx context.Context, identity string) error {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}); err != nil {
 		return err
 	}
-	if err := c.Create(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "sops-age"},
-		StringData: map[string]string{"identity.agekey": identity},
-	}); err != nil {
-		return err
+	for _, secret := range []*corev1.Secret{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: "sops-age"}, StringData: map[string]string{"identity.agekey": identity}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: credentialsSecret}, StringData: map[string]string{"username": gitUser, "password": gitPassword}},
+	} {
+		if err := c.Create(ctx, secret); err != nil {
+			return err
+		}
 	}
 	objs, err := testenv.FluxSync{Namespace: fluxNS, Name: fluxName, URL: gitServer.RepoURL(repoName), Branch: branch,
-		Path: apiaryPath, DecryptionSecret: "sops-age"}.Objects()
+		Path: apiaryPath, DecryptionSecret: "sops-age", SecretRef: credentialsSecret}.Objects()
 	if err != nil {
 		return err
 	}
@@ -198,6 +218,48 @@ func installFluxObjects(ctx context.Context, identity string) error {
 		}
 	}
 	return nil
+}
+
+// installSigningKey creates the Secret with the SSH key that signs
+// Apiary's commits and returns its public key.
+func installSigningKey(ctx context.Context) (string, error) {
+	private, public, err := testenv.SSHKey()
+	if err != nil {
+		return "", err
+	}
+	return public, env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: signingSecret},
+		Data:       map[string][]byte{"identity": private},
+	})
+}
+
+// apiaryProcess runs the manager in the background.
+type apiaryProcess struct {
+	options manager.Options
+	cancel  context.CancelFunc
+	done    chan error
+}
+
+// start runs the manager until stop.
+func (p *apiaryProcess) start(ctx context.Context) {
+	ctx, p.cancel = context.WithCancel(ctx)
+	p.done = make(chan error, 1)
+	go func() { p.done <- manager.Run(ctx, p.options) }()
+}
+
+// stop stops the manager and waits until it returned.
+func (p *apiaryProcess) stop() error {
+	if p.cancel == nil {
+		return nil
+	}
+	p.cancel()
+	p.cancel = nil
+	select {
+	case err := <-p.done:
+		return err
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("the manager did not stop within 30s")
+	}
 }
 
 // logOutput is where the managers log: nowhere, unless APIARY_TEST_LOGS is set.

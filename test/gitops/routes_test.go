@@ -44,7 +44,6 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 	// Every cluster of the suite is the one child control plane, whose
 	// namespaces never finish terminating: workspace names are unique.
 	k0rdentFixtures(t, ns)
-	g.Expect(testenv.TenantGateway{Key: gateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": 30022}}.Create(ctx, regionalClient)).To(Succeed())
 	readyCluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: "region-1", access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	readyCluster(t, ns, "gpu", map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)

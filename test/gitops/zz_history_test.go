@@ -6,11 +6,15 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/object"
 	. "github.com/onsi/gomega"
+
+	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
 // TestHistoryHasNoPlaintextSecretsAndNoEmptyCommits scans the whole
 // repository history after the other tests (Go runs this file last): no
-// blob of any commit holds a secret in plaintext, and no commit is empty.
+// blob of any commit holds a secret in plaintext, no commit is empty, and
+// every commit of Apiary carries an SSH signature that git verify-commit
+// accepts.
 func TestHistoryHasNoPlaintextSecretsAndNoEmptyCommits(t *testing.T) {
 	g := NewWithT(t)
 	commits := history(t)
@@ -35,6 +39,8 @@ func TestHistoryHasNoPlaintextSecretsAndNoEmptyCommits(t *testing.T) {
 		g.Expect(c.TreeHash).NotTo(Equal(parent.TreeHash), "commit %s (%s) changes nothing", c.Hash, firstLine(c.Message))
 		if c.Author.Name == "Apiary" {
 			apiary++
+			g.Expect(testenv.VerifySSHCommit(repoDir(), c.Hash.String(), authorEmail, signingPublicKey)).To(Succeed(),
+				"Apiary's commit %s (%s) is signed with the SSH key", c.Hash, firstLine(c.Message))
 		}
 	}
 	g.Expect(apiary).To(BeNumerically(">", 3), "Apiary committed for the tests above")

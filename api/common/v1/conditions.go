@@ -38,6 +38,12 @@ const (
 	GitPushRejectedReason        = "GitPushRejected"
 	InvalidTreeReason            = "InvalidTree"
 	NoEncryptionRecipientsReason = "NoEncryptionRecipients"
-	SyncPendingReason            = "SyncPending"
-	FluxNotConfiguredReason      = "FluxNotConfigured"
+	// InvalidGitCredentialsReason: the credentials Secret is missing or
+	// holds nothing usable; nothing was fetched or pushed.
+	InvalidGitCredentialsReason = "InvalidGitCredentials"
+	// InvalidSigningKeyReason: the signing key Secret is missing or holds
+	// no usable key; nothing was committed.
+	InvalidSigningKeyReason = "InvalidSigningKey"
+	SyncPendingReason       = "SyncPending"
+	FluxNotConfiguredReason = "FluxNotConfigured"
 )
