@@ -59,12 +59,16 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 	var decision admission.Decision
 	switch {
 	case req == nil:
+		if inForce == nil {
+			r.feasibilityFor(ctx, w) // before its first admission, as the exalsius operator does
+		}
 	case keep:
 		rec.ResourceName, rec.Placement = inForce.ResourceName, trimPlacement(inForce.Placement, req.Replicas)
 	default:
 		cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
 		if err != nil {
 			conditions.MarkUnknown(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ChildUnreachableReason, "%s", err)
+			feasibilityUnknown(obj, err)
 			pending(obj, "waiting for access to the child cluster: %s", err)
 			return stopWith(30 * time.Second), nil
 		}
@@ -81,6 +85,7 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 			return stopWith(0), err
 		}
 		stampVendor(w, decision.Vendor)
+		feasibilityFromGate(w, nodes, pods, &decision)
 		if decision.Outcome != admission.Admit {
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}

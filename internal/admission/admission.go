@@ -205,6 +205,9 @@ type Decision struct {
 	Free, Largest int64
 	// Ahead are the older workspaces this one waits behind (Queued).
 	Ahead []string
+	// Room is whether every replica would find a node now: always for
+	// Admit, and for Queued when only the older requests hold it back.
+	Room bool
 }
 
 // Decide returns the decision on the workspace with the given key: the

@@ -179,7 +179,7 @@ func (p *planner) reserveAdmitted(out map[string]Decision) {
 		p.reserved[w.Key] = placed
 		if w.Pending == nil {
 			d := p.describe(a.Request, resource, vendor, nil)
-			d.Outcome, d.Reason, d.Placement, d.Reserved = Admit, Fits, placed, placed
+			d.Outcome, d.Reason, d.Placement, d.Reserved, d.Room = Admit, Fits, placed, placed, true
 			out[w.Key] = d
 		}
 	}
@@ -212,7 +212,7 @@ func (p *planner) queue(policy Policy, out map[string]Decision) {
 func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Decision {
 	req := *w.Pending
 	if req.Demand() <= 0 {
-		return Decision{Outcome: Admit, Reason: Fits}
+		return Decision{Outcome: Admit, Reason: Fits, Room: true}
 	}
 	resource, vendor, ok := p.resolve(req)
 	if !ok {
@@ -246,6 +246,7 @@ func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Dec
 			}
 		}
 		if len(d.Ahead) > 0 {
+			d.Room = p.place(req, resource, avail) != nil
 			return wait(Queued)
 		}
 	}
@@ -256,7 +257,7 @@ func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Dec
 		}
 		return wait(Insufficient)
 	}
-	d.Outcome, d.Reason, d.Placement = Admit, Fits, placement
+	d.Outcome, d.Reason, d.Placement, d.Room = Admit, Fits, placement, true
 	if !w.QuotaBlocked {
 		p.take(placement, resource, held)
 	}
