@@ -23,6 +23,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
@@ -67,6 +68,7 @@ type WorkspaceDeploymentReconciler struct {
 	Policy admission.Policy
 
 	gate     *gpuGate
+	installs *prerequisite.Writes
 	rendered renderCache
 	ports    *access.Ledger
 	sweeper  *routeSweeper

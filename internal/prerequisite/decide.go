@@ -92,6 +92,9 @@ func Decide(installed *Template, want Template, constraint string) Verdict {
 type Candidate struct {
 	// ServiceSet is the name of its ServiceSet.
 	ServiceSet string
+	// Release and Namespace are the name and namespace of its release on
+	// the child cluster.
+	Release, Namespace string
 	// Template is the template it installs now.
 	Template Template
 	// Deleting is true once its ServiceSet is being deleted.

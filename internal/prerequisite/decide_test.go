@@ -88,7 +88,7 @@ func TestWritesCurrent(t *testing.T) {
 	cand := func(name string, t Template) *Candidate { return &Candidate{ServiceSet: name, Template: t} }
 	tests := []struct {
 		name       string
-		written    *Written
+		written    *Candidate
 		cached     *Candidate
 		want       *Candidate
 		pending    bool
@@ -96,11 +96,11 @@ func TestWritesCurrent(t *testing.T) {
 	}{
 		{"nothing written: the cache", nil, cand("s", v116), cand("s", v116), false, false},
 		{"nothing written, nothing cached", nil, nil, nil, false, false},
-		{"created, not cached yet", &Written{"s", v116}, nil, cand("s", v116), true, true},
-		{"upgraded, cache still old", &Written{"s", v117}, cand("s", v116), cand("s", v117), true, true},
-		{"cache caught up", &Written{"s", v117}, cand("s", v117), cand("s", v117), false, false},
-		{"cache newer than the write", &Written{"s", v117}, cand("s", v118), cand("s", v118), false, false},
-		{"cache holds another ServiceSet", &Written{"s", v117}, cand("t", v116), cand("t", v116), false, false},
+		{"created, not cached yet", cand("s", v116), nil, cand("s", v116), true, true},
+		{"upgraded, cache still old", cand("s", v117), cand("s", v116), cand("s", v117), true, true},
+		{"cache caught up", cand("s", v117), cand("s", v117), cand("s", v117), false, false},
+		{"cache newer than the write", cand("s", v117), cand("s", v118), cand("s", v118), false, false},
+		{"cache holds another ServiceSet", cand("s", v117), cand("t", v116), cand("t", v116), false, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,10 +121,14 @@ func TestWritesForgetAndLock(t *testing.T) {
 	g := NewWithT(t)
 	w := &Writes{}
 	a, b := ID{Namespace: "ns", Cluster: "c1", Key: "cm"}, ID{Namespace: "other", Cluster: "c1", Key: "cm"}
-	w.Record(a, Written{ServiceSet: "s", Template: tmpl("cm-1-16", "1.16.0")})
-	w.Record(b, Written{ServiceSet: "s", Template: tmpl("cm-1-16", "1.16.0")})
+	w.Record(a, Candidate{ServiceSet: "s", Template: tmpl("cm-1-16", "1.16.0")})
+	w.Record(b, Candidate{ServiceSet: "s", Template: tmpl("cm-1-16", "1.16.0")})
+	w.MarkRemoving("ns", "s")
+	g.Expect(w.Removing("ns", "s")).To(BeTrue())
+	g.Expect(w.Removing("other", "s")).To(BeFalse())
 	w.Forget("ns", "s")
 	g.Expect(w.Len()).To(Equal(1), "only the ServiceSet of that namespace is forgotten")
+	g.Expect(w.Removing("ns", "s")).To(BeFalse())
 	got, _ := w.Current(a, nil)
 	g.Expect(got).To(BeNil())
 

@@ -10,13 +10,6 @@ type ID struct {
 	Namespace, Cluster, Key string
 }
 
-// Written is an install a process delivered: its ServiceSet and the
-// template it installs.
-type Written struct {
-	ServiceSet string
-	Template   Template
-}
-
 // Writes serialises one process's decisions about each install (Lock) and
 // remembers the installs it delivered until its cache shows them (Record,
 // Current), so that two workers, or two reconciles in a row, never decide
@@ -27,10 +20,13 @@ type Written struct {
 // commit. A restart starts with none: the cache has synced by the time
 // anything is decided. The zero value is ready to use.
 type Writes struct {
-	mu      sync.Mutex
-	locks   map[ID]*sync.Mutex
-	written map[ID]Written
+	mu       sync.Mutex
+	locks    map[ID]*sync.Mutex
+	written  map[ID]Candidate
+	removing map[serviceSet]bool
 }
+
+type serviceSet struct{ namespace, name string }
 
 // Lock takes the lock of one install and returns its unlock.
 func (w *Writes) Lock(id ID) (unlock func()) {
@@ -49,11 +45,11 @@ func (w *Writes) Lock(id ID) (unlock func()) {
 }
 
 // Record remembers an install delivered for id.
-func (w *Writes) Record(id ID, wr Written) {
+func (w *Writes) Record(id ID, wr Candidate) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.written == nil {
-		w.written = map[ID]Written{}
+		w.written = map[ID]Candidate{}
 	}
 	w.written[id] = wr
 }
@@ -71,7 +67,7 @@ func (w *Writes) Current(id ID, cached *Candidate) (cur *Candidate, pending bool
 	case !ok:
 		return cached, false
 	case cached == nil:
-		return &Candidate{ServiceSet: wr.ServiceSet, Template: wr.Template}, true
+		return &wr, true
 	case cached.ServiceSet != wr.ServiceSet || cached.Template.Name == wr.Template.Name:
 		delete(w.written, id)
 		return cached, false
@@ -85,13 +81,33 @@ func (w *Writes) Current(id ID, cached *Candidate) (cur *Candidate, pending bool
 	return cached, false
 }
 
-// Forget drops what was remembered of the ServiceSet namespace/name, once
-// it is deleted.
-func (w *Writes) Forget(namespace, serviceSet string) {
+// MarkRemoving remembers that the ServiceSet namespace/name is being
+// removed, before its deletion shows (in Git mode, until Flux prunes it), so
+// that no workspace starts to rely on it meanwhile.
+func (w *Writes) MarkRemoving(namespace, name string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.removing == nil {
+		w.removing = map[serviceSet]bool{}
+	}
+	w.removing[serviceSet{namespace, name}] = true
+}
+
+// Removing reports whether the ServiceSet namespace/name is being removed.
+func (w *Writes) Removing(namespace, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.removing[serviceSet{namespace, name}]
+}
+
+// Forget drops what was remembered of the ServiceSet namespace/name, once
+// it is deleted.
+func (w *Writes) Forget(namespace, name string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.removing, serviceSet{namespace, name})
 	for id, wr := range w.written {
-		if id.Namespace == namespace && wr.ServiceSet == serviceSet {
+		if id.Namespace == namespace && wr.ServiceSet == name {
 			delete(w.written, id)
 		}
 	}
