@@ -133,7 +133,13 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	}); ok {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesOwnerKind), &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if r.PrerequisiteGracePeriod > 0 {
+		return r.setupPrerequisites(mgr)
+	}
+	return nil
 }
 
 // unsyncedWorkspaces maps a change of a Flux Kustomization to the workspaces
