@@ -1,0 +1,310 @@
+// Package prerequisites_test proves the lifecycle of shared prerequisite
+// installs end to end: a management control plane with the k0rdent
+// stand-in, which installs every ServiceSet on one child control plane with
+// Helm (and counts installs and upgrades per release), and an Apiary
+// manager started by each test with its own --prerequisite-grace-period, so
+// that tests can restart it. Each test has a namespace, a ClusterDeployment
+// c1 in it, and installs its prerequisites into a child namespace of the
+// same name, so releases of different tests never meet.
+package prerequisites_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const timeout = 60 * time.Second
+
+var (
+	env, child *testenv.Environment
+	// sets is the stand-in's ServiceSet part, for install and upgrade counts.
+	sets *standin.ServiceSets
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	if child, err = testenv.Start(testenv.Bare()); err != nil {
+		fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = child.Stop() }()
+	kubeconfig, err := child.Kubeconfig()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
+		return 1
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
+	if sets, _, err = standin.Run(ctx, env.Config, si); err != nil {
+		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+func logOutput() io.Writer {
+	if os.Getenv("APIARY_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
+
+// proc is the Apiary manager of one test: started by apiary, stopped when
+// the test ends (after the test's workspaces are gone), and restartable.
+type proc struct {
+	t     *testing.T
+	grace time.Duration
+	stop  func()
+}
+
+// apiary starts a manager with a prerequisite grace period for one test.
+func apiary(t *testing.T, grace time.Duration) *proc {
+	t.Helper()
+	p := &proc{t: t, grace: grace}
+	p.start()
+	t.Cleanup(func() { p.stop() })
+	return p
+}
+
+// restart stops the manager, runs between while none runs, and starts another.
+func (p *proc) restart(between func()) {
+	p.stop()
+	between()
+	p.start()
+}
+
+func (p *proc) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- manager.Run(ctx, manager.Options{
+			RestConfig:                   env.Config,
+			MetricsBindAddress:           "0",
+			HealthProbeBindAddress:       "0",
+			Concurrency:                  manager.DefaultConcurrency,
+			CRDCheckInterval:             time.Second,
+			InventoryInterval:            time.Minute,
+			NoCrossNamespaceRefs:         true,
+			PrerequisiteGracePeriod:      p.grace,
+			SkipControllerNameValidation: true,
+			Logger:                       ctrl.Log.WithName("apiary"),
+		})
+	}()
+	stopped := false
+	p.stop = func() {
+		if stopped {
+			return
+		}
+		stopped = true
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				p.t.Errorf("manager: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			p.t.Error("manager did not stop within 30s")
+		}
+	}
+}
+
+// tenant creates a namespace with a ready ClusterDeployment c1, its
+// template and credential, and the workspace ServiceTemplate "tmpl".
+func tenant(t *testing.T, prefix string) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := env.NewNamespace(t, prefix)
+	for _, obj := range []client.Object{
+		standin.NewClusterTemplate(ns, "tpl", true),
+		standin.NewCredential(ns, "cred", true),
+		standin.NewServiceTemplate(ns, "tmpl", true, nil),
+	} {
+		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
+			t.Fatalf("creating %T: %v", obj, err)
+		}
+	}
+	cd := standin.NewClusterDeployment(ns, "c1", "tpl", "cred")
+	if err := env.Client.Create(ctx, cd); err != nil {
+		t.Fatalf("creating ClusterDeployment: %v", err)
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		got := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
+		ready := metaCondition(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return ns
+}
+
+// certManager creates a ServiceTemplate of the Helm chart cert-manager at a
+// version, as k0rdent's catalog names them (cert-manager-1-16 and so on);
+// the stand-in installs its prerequisite chart for it.
+func certManager(t *testing.T, ns, name, version string) {
+	t.Helper()
+	st := &k0rdentv1beta1.ServiceTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			Annotations: map[string]string{standin.AnnotationChart: standin.ChartPrerequisite}},
+		Spec: k0rdentv1beta1.ServiceTemplateSpec{
+			Version: version,
+			Helm: &k0rdentv1beta1.HelmSpec{ChartSpec: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil,
+				`{"chart":"cert-manager","version":%q,"interval":"10m","sourceRef":{"kind":"HelmRepository","name":"catalog"}}`, version)}},
+		},
+		Status: k0rdentv1beta1.ServiceTemplateStatus{TemplateStatusCommon: k0rdentv1beta1.TemplateStatusCommon{Valid: true}},
+	}
+	if err := standin.CreateWithStatus(context.Background(), env.Client, st); err != nil {
+		t.Fatalf("creating ServiceTemplate %s: %v", name, err)
+	}
+}
+
+// class creates a WorkspaceClass of the namespace's template "tmpl" with
+// one prerequisite, installed into the child namespace named like ns, and
+// waits until it is valid.
+func class(t *testing.T, ns, name, prereq, constraint string) string {
+	t.Helper()
+	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
+		DisplayName:     name,
+		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
+		Prerequisites: []workspacesv1.PrerequisiteSpec{{
+			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: prereq, Namespace: ns, VersionConstraint: constraint},
+			Namespace:       ns,
+		}},
+	}}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, c); err != nil {
+		t.Fatalf("creating WorkspaceClass: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
+	return c.Name
+}
+
+// workspace creates a workspace of a class on the namespace's cluster c1
+// and removes it when the test ends (unless the test did).
+func workspace(t *testing.T, ns, name, cls string) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	w := &workspacesv1.WorkspaceDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{
+			WorkspaceClassRef:    cls,
+			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns},
+		},
+	}
+	if err := env.Client.Create(context.Background(), w); err != nil {
+		t.Fatalf("creating workspace %s: %v", name, err)
+	}
+	t.Cleanup(func() { deleteAndWait(t, w) })
+	return w
+}
+
+// deleteAndWait deletes a workspace, waits until it is gone and returns
+// its deletion time (zero when it was gone already).
+func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) time.Time {
+	t.Helper()
+	ctx := context.Background()
+	_ = env.Client.Delete(ctx, w)
+	var deleted time.Time
+	got := &workspacesv1.WorkspaceDeployment{}
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err == nil && got.DeletionTimestamp != nil {
+		deleted = got.DeletionTimestamp.Time
+	}
+	NewWithT(t).Eventually(func() bool {
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})
+		return err != nil && client.IgnoreNotFound(err) == nil
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
+	return deleted
+}
+
+func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	out := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
+	return out
+}
+
+// eventuallyPhase waits for a phase and returns the workspace.
+func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	var out *workspacesv1.WorkspaceDeployment
+	NewWithT(t).Eventually(func(g Gomega) {
+		out = get(g, w)
+		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return out
+}
+
+func running(t *testing.T, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	return eventuallyPhase(t, w, workspacesv1.PhaseRunning)
+}
+
+func metaCondition(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// prerequisites lists the prerequisite ServiceSets of a namespace.
+func prerequisites(g Gomega, ns string) []k0rdentv1beta1.ServiceSet {
+	list := &k0rdentv1beta1.ServiceSetList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns),
+		client.MatchingLabels{"workspaces.exalsius.ai/role": "prerequisite"})).To(Succeed())
+	return list.Items
+}
+
+// onePrerequisite waits until the namespace has exactly one prerequisite
+// ServiceSet and returns it.
+func onePrerequisite(t *testing.T, ns string) *k0rdentv1beta1.ServiceSet {
+	t.Helper()
+	var out *k0rdentv1beta1.ServiceSet
+	NewWithT(t).Eventually(func(g Gomega) {
+		list := prerequisites(g, ns)
+		g.Expect(list).To(HaveLen(1))
+		out = &list[0]
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return out
+}
+
+// counts are the stand-in's installs and upgrades of a release on c1.
+func counts(ns, release string) (installs, upgrades int) {
+	cluster := types.NamespacedName{Namespace: ns, Name: "c1"}
+	return sets.Installs(cluster, ns, release), sets.Upgrades(cluster, ns, release)
+}
+
+// installedOnChild reports whether the prerequisite chart's release is on
+// the child (its ConfigMap exists).
+func installedOnChild(g Gomega, ns, release string) bool {
+	err := child.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: release + standin.InstalledConfigMapSuffix},
+		&corev1.ConfigMap{})
+	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+	return err == nil
+}
