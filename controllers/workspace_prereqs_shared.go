@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -98,6 +99,11 @@ func (r *WorkspaceDeploymentReconciler) useSharedInstall(ctx context.Context, w 
 		return installing(c, fmt.Sprintf("the shared install %s is being removed; it is installed again once it is gone", inst.ServiceSet)), nil
 	}
 	v := prerequisite.Decide(&inst.Template, want, p.ServiceTemplate.VersionConstraint)
+	if v.Action == prerequisite.Refuse && conditions.IsTrue(w.obj, workspacesv1.PrerequisitesMetCondition) {
+		// It runs on that install already (a newer class upgraded it since):
+		// a new generation of it is not failed for it.
+		v = prerequisite.Verdict{Action: prerequisite.Keep, Reason: prerequisite.ReasonOutsideConstraint}
+	}
 	switch v.Action {
 	case prerequisite.Refuse:
 		c.verdict, c.reason = prereqConflict, workspacesv1.PrerequisiteVersionConflictReason
@@ -137,6 +143,8 @@ func keptMessage(reason string, installed, want prerequisite.Template) string {
 		return fmt.Sprintf("served by the shared install of %s, newer than %s", installed, want)
 	case prerequisite.ReasonSameVersion:
 		return fmt.Sprintf("served by the shared install of %s, of the same version as %s", installed, want)
+	case prerequisite.ReasonOutsideConstraint:
+		return fmt.Sprintf("served by the shared install of %s, outside the class's versionConstraint; kept, as the workspace ran on it already", installed)
 	}
 	return fmt.Sprintf("served by the shared install of %s (versions without semantic order are never upgraded)", installed)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -208,23 +209,41 @@ func TestLegacyPrerequisiteAdopted(t *testing.T) {
 // TestOlderClassRefusesNewerInstallOutsideItsConstraint: a class whose
 // prerequisite constrains the version to 1.16.x fails a new workspace with
 // PrerequisiteVersionConflict once a newer class upgraded the install, and
-// the install is not downgraded.
+// the install is not downgraded; its workspace that ran on the install
+// before keeps running, also through a change of its spec.
 func TestOlderClassRefusesNewerInstallOutsideItsConstraint(t *testing.T) {
 	apiary(t, 0)
 	g := NewWithT(t)
+	ctx := context.Background()
 	ns := tenant(t, "constraint")
 	certManager(t, ns, "cert-manager-1-16", "1.16.0")
 	certManager(t, ns, "cert-manager-1-17", "1.17.0")
+	constrained := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "~1.16.0")
+	a := workspace(t, ns, ns+"-a", constrained)
+	running(t, a)
+	ss := onePrerequisite(t, ns)
 	b := workspace(t, ns, ns+"-b", class(t, ns, "cm17-"+ns, "cert-manager-1-17", ""))
 	running(t, b)
-	ss := onePrerequisite(t, ns)
-
-	a := workspace(t, ns, ns+"-a", class(t, ns, "cm16-"+ns, "cert-manager-1-16", "~1.16.0"))
-	failed := eventuallyPhase(t, a, workspacesv1.PhaseFailed)
-	c := metaCondition(failed.Status.Conditions, workspacesv1.PrerequisitesMetCondition)
-	g.Expect(c).NotTo(BeNil())
-	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-	g.Expect(c.Reason).To(Equal(workspacesv1.PrerequisiteVersionConflictReason))
-	g.Expect(c.Message).To(ContainSubstring("cert-manager-1-17 (1.17.0)"))
 	g.Expect(serviceTemplateOf(g, ss)).To(Equal("cert-manager-1-17"))
+
+	c := workspace(t, ns, ns+"-c", constrained)
+	failed := eventuallyPhase(t, c, workspacesv1.PhaseFailed)
+	cond := metaCondition(failed.Status.Conditions, workspacesv1.PrerequisitesMetCondition)
+	g.Expect(cond).NotTo(BeNil())
+	g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(cond.Reason).To(Equal(workspacesv1.PrerequisiteVersionConflictReason))
+	g.Expect(cond.Message).To(ContainSubstring("cert-manager-1-17 (1.17.0)"))
+	g.Expect(serviceTemplateOf(g, ss)).To(Equal("cert-manager-1-17"), "not downgraded")
+
+	// The workspace that ran on the install before is not failed for it,
+	// also when a new generation of it passes the prerequisite step again.
+	changed := get(g, a)
+	changed.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"greeting":"hello"}`)}
+	g.Expect(env.Client.Update(ctx, changed)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := get(g, a)
+		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
+		g.Expect(got.Status.ObservedGeneration).To(Equal(changed.Generation))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	g.Expect(get(g, a).Status.Prerequisites).To(ConsistOf(HaveField("Message", ContainSubstring("outside the class's versionConstraint"))))
 }
