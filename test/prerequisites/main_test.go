@@ -12,7 +12,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +25,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -104,9 +109,12 @@ func (p *proc) restart(between func()) {
 func (p *proc) start() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
+	// Apiary's requests are counted per namespace (steady_test.go).
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt} })
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
-			RestConfig:                   env.Config,
+			RestConfig:                   cfg,
 			MetricsBindAddress:           "0",
 			HealthProbeBindAddress:       "0",
 			Concurrency:                  manager.DefaultConcurrency,
@@ -307,4 +315,29 @@ func installedOnChild(g Gomega, ns, release string) bool {
 		&corev1.ConfigMap{})
 	g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 	return err == nil
+}
+
+// requestsByNamespace counts the requests of the tests' managers to
+// namespaced paths, watches left out.
+var requestsByNamespace sync.Map
+
+type countingTransport struct{ next http.RoundTripper }
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") != "true" {
+		if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
+			ns, _, _ := strings.Cut(rest, "/")
+			n, _ := requestsByNamespace.LoadOrStore(ns, new(atomic.Int64))
+			n.(*atomic.Int64).Add(1)
+		}
+	}
+	return c.next.RoundTrip(req)
+}
+
+// requestsIn is how many requests the managers made to objects of a namespace.
+func requestsIn(ns string) int64 {
+	if n, ok := requestsByNamespace.Load(ns); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
