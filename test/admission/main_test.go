@@ -30,6 +30,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -76,64 +77,16 @@ func logOutput() io.Writer {
 	return io.Discard
 }
 
-// proc is the Apiary manager of one test: started by apiary, stopped when
-// the test ends (after the test's workspaces are gone), and restartable.
-type proc struct {
-	t              *testing.T
-	policy         admission.Policy
-	crossNamespace bool
-	stop           func()
-}
-
-// apiary starts a manager for one test.
-func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *proc {
+// apiary starts a manager for one test, stopped when the test ends (after
+// the test's workspaces are gone), and restartable.
+func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *managertest.Manager {
 	t.Helper()
-	p := &proc{t: t, policy: policy, crossNamespace: crossNamespace}
-	p.start()
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// restart stops the manager, runs between while none runs, and starts another.
-func (p *proc) restart(between func()) {
-	p.stop()
-	between()
-	p.start()
-}
-
-func (p *proc) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:                   env.Config,
-			MetricsBindAddress:           "0",
-			HealthProbeBindAddress:       "0",
-			Concurrency:                  manager.DefaultConcurrency,
-			CRDCheckInterval:             time.Second,
-			InventoryInterval:            time.Minute,
-			NoCrossNamespaceRefs:         !p.crossNamespace,
-			GPUQueueing:                  p.policy,
-			SkipControllerNameValidation: true,
-			Logger:                       ctrl.Log.WithName("apiary"),
-		})
-	}()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				p.t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			p.t.Error("manager did not stop within 30s")
-		}
-	}
+	return managertest.Start(t, manager.Options{
+		RestConfig:           env.Config,
+		InventoryInterval:    time.Minute,
+		NoCrossNamespaceRefs: !crossNamespace,
+		GPUQueueing:          policy,
+	})
 }
 
 // tenant creates a namespace with labels, a ready ClusterDeployment "c1" in

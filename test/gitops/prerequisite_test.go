@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,13 +24,8 @@ func TestPrerequisiteRemovedThroughGit(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "gitops-prereq")
 	k0rdentFixtures(t, ns)
-	st := &k0rdentv1beta1.ServiceTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cert-manager-1-16",
-			Annotations: map[string]string{standin.AnnotationChart: standin.ChartPrerequisite}},
-		Spec: k0rdentv1beta1.ServiceTemplateSpec{Version: "1.16.0", Helm: &k0rdentv1beta1.HelmSpec{ChartSpec: &apiextensionsv1.JSON{
-			Raw: []byte(`{"chart":"cert-manager","version":"1.16.0","interval":"10m","sourceRef":{"kind":"HelmRepository","name":"catalog"}}`)}}},
-		Status: k0rdentv1beta1.ServiceTemplateStatus{TemplateStatusCommon: k0rdentv1beta1.TemplateStatusCommon{Valid: true}},
-	}
+	st := standin.NewHelmServiceTemplate(ns, "cert-manager-1-16", "cert-manager", "1.16.0",
+		map[string]string{standin.AnnotationChart: standin.ChartPrerequisite})
 	g.Expect(standin.CreateWithStatus(ctx, env.Client, st)).To(Succeed())
 	c := colony(ns, "fleet", "gpu")
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())

@@ -22,7 +22,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -34,6 +33,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -82,66 +82,18 @@ func logOutput() io.Writer {
 	return io.Discard
 }
 
-// proc is the Apiary manager of one test: started by apiary, stopped when
-// the test ends (after the test's workspaces are gone), and restartable.
-type proc struct {
-	t     *testing.T
-	grace time.Duration
-	stop  func()
-}
-
-// apiary starts a manager with a prerequisite grace period for one test.
-func apiary(t *testing.T, grace time.Duration) *proc {
+// apiary starts a manager with a prerequisite grace period for one test;
+// its requests are counted per namespace (steady_test.go).
+func apiary(t *testing.T, grace time.Duration) *managertest.Manager {
 	t.Helper()
-	p := &proc{t: t, grace: grace}
-	p.start()
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// restart stops the manager, runs between while none runs, and starts another.
-func (p *proc) restart(between func()) {
-	p.stop()
-	between()
-	p.start()
-}
-
-func (p *proc) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	// Apiary's requests are counted per namespace (steady_test.go).
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt} })
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:                   cfg,
-			MetricsBindAddress:           "0",
-			HealthProbeBindAddress:       "0",
-			Concurrency:                  manager.DefaultConcurrency,
-			CRDCheckInterval:             time.Second,
-			InventoryInterval:            time.Minute,
-			NoCrossNamespaceRefs:         true,
-			PrerequisiteGracePeriod:      p.grace,
-			SkipControllerNameValidation: true,
-			Logger:                       ctrl.Log.WithName("apiary"),
-		})
-	}()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				p.t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			p.t.Error("manager did not stop within 30s")
-		}
-	}
+	return managertest.Start(t, manager.Options{
+		RestConfig:              cfg,
+		InventoryInterval:       time.Minute,
+		NoCrossNamespaceRefs:    true,
+		PrerequisiteGracePeriod: grace,
+	})
 }
 
 // tenant creates a namespace with a ready ClusterDeployment c1, its
@@ -178,16 +130,8 @@ func tenant(t *testing.T, prefix string) string {
 // the stand-in installs its prerequisite chart for it.
 func certManager(t *testing.T, ns, name, version string) {
 	t.Helper()
-	st := &k0rdentv1beta1.ServiceTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
-			Annotations: map[string]string{standin.AnnotationChart: standin.ChartPrerequisite}},
-		Spec: k0rdentv1beta1.ServiceTemplateSpec{
-			Version: version,
-			Helm: &k0rdentv1beta1.HelmSpec{ChartSpec: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil,
-				`{"chart":"cert-manager","version":%q,"interval":"10m","sourceRef":{"kind":"HelmRepository","name":"catalog"}}`, version)}},
-		},
-		Status: k0rdentv1beta1.ServiceTemplateStatus{TemplateStatusCommon: k0rdentv1beta1.TemplateStatusCommon{Valid: true}},
-	}
+	st := standin.NewHelmServiceTemplate(ns, name, "cert-manager", version,
+		map[string]string{standin.AnnotationChart: standin.ChartPrerequisite})
 	if err := standin.CreateWithStatus(context.Background(), env.Client, st); err != nil {
 		t.Fatalf("creating ServiceTemplate %s: %v", name, err)
 	}

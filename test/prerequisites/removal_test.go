@@ -9,10 +9,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 )
 
 const release = "cert-manager-1-16" // the release of the cert-manager-1-16 prerequisite
+
+// shared is a tenant whose one workspace runs on a shared install of
+// cert-manager-1-16.
+type shared struct {
+	ns, class string
+	workspace *workspacesv1.WorkspaceDeployment
+	install   *k0rdentv1beta1.ServiceSet
+}
+
+// runningOnCertManager creates a tenant, the cert-manager-1-16 template, a
+// class needing it and a workspace of the class, and waits until the
+// workspace runs on the one shared install.
+func runningOnCertManager(t *testing.T, prefix string) shared {
+	t.Helper()
+	ns := tenant(t, prefix)
+	certManager(t, ns, "cert-manager-1-16", "1.16.0")
+	cls := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
+	w := workspace(t, ns, ns+"-a", cls)
+	running(t, w)
+	return shared{ns: ns, class: cls, workspace: w, install: onePrerequisite(t, ns)}
+}
 
 // unusedSince waits until the prerequisite ServiceSet records when it
 // became unused and returns that time.
@@ -46,12 +68,8 @@ func TestPrerequisiteRemovedAfterGracePeriod(t *testing.T) {
 	const grace = 6 * time.Second
 	apiary(t, grace)
 	g := NewWithT(t)
-	ns := tenant(t, "grace")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	cls := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
-	a := workspace(t, ns, ns+"-a", cls)
-	running(t, a)
-	ss := onePrerequisite(t, ns)
+	sh := runningOnCertManager(t, "grace")
+	ns, a, ss := sh.ns, sh.workspace, sh.install
 	g.Expect(installedOnChild(g, ns, release)).To(BeTrue())
 	g.Expect(ss.Annotations).NotTo(HaveKey(prerequisite.AnnotationUnusedSince), "a needed prerequisite has no record")
 
@@ -81,12 +99,8 @@ func TestPrerequisiteRemovalCancelledByNewWorkspace(t *testing.T) {
 	const grace = 5 * time.Second
 	apiary(t, grace)
 	g := NewWithT(t)
-	ns := tenant(t, "cancel")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	cls := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
-	a := workspace(t, ns, ns+"-a", cls)
-	running(t, a)
-	ss := onePrerequisite(t, ns)
+	sh := runningOnCertManager(t, "cancel")
+	ns, cls, a, ss := sh.ns, sh.class, sh.workspace, sh.install
 	deleteAndWait(t, a)
 	deadline := unusedSince(t, ss).Add(grace)
 	g.Expect(time.Until(deadline)).To(BeNumerically(">", time.Second), "too little of the grace period left to test")
@@ -112,12 +126,8 @@ func TestPrerequisiteRemovalCancelledByNewWorkspace(t *testing.T) {
 func TestPrerequisiteKeptForeverByDefault(t *testing.T) {
 	apiary(t, 0)
 	g := NewWithT(t)
-	ns := tenant(t, "forever")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	cls := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
-	a := workspace(t, ns, ns+"-a", cls)
-	running(t, a)
-	ss := onePrerequisite(t, ns)
+	sh := runningOnCertManager(t, "forever")
+	ns, a, ss := sh.ns, sh.workspace, sh.install
 	deleteAndWait(t, a)
 	g.Consistently(func(g Gomega) bool {
 		ok, record := present(g, ss)
@@ -133,17 +143,13 @@ func TestPrerequisiteDeadlineSurvivesRestart(t *testing.T) {
 	const grace, down = 8 * time.Second, 3 * time.Second
 	p := apiary(t, grace)
 	g := NewWithT(t)
-	ns := tenant(t, "restart")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	cls := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
-	a := workspace(t, ns, ns+"-a", cls)
-	running(t, a)
-	ss := onePrerequisite(t, ns)
+	sh := runningOnCertManager(t, "restart")
+	a, ss := sh.workspace, sh.install
 	deleteAndWait(t, a)
 	since := unusedSince(t, ss)
 	deadline := since.Add(grace)
 
-	p.restart(func() { time.Sleep(down) })
+	p.Restart(func() { time.Sleep(down) })
 	g.Expect(time.Until(deadline)).To(BeNumerically(">", time.Second), "too little of the grace period left to test")
 	g.Consistently(func(g Gomega) bool {
 		ok, record := present(g, ss)

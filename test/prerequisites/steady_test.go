@@ -7,13 +7,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -27,13 +25,8 @@ func TestPrerequisiteSteadyStateMakesNoRequests(t *testing.T) {
 	ctx := context.Background()
 	ns := tenant(t, "steady")
 	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	gpuOperator := &k0rdentv1beta1.ServiceTemplate{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpu-operator-v25-3-0",
-			Annotations: map[string]string{standin.AnnotationChart: standin.ChartPrerequisite}},
-		Spec: k0rdentv1beta1.ServiceTemplateSpec{Version: "25.3.0", Helm: &k0rdentv1beta1.HelmSpec{ChartSpec: &apiextensionsv1.JSON{
-			Raw: []byte(`{"chart":"gpu-operator","version":"v25.3.0","interval":"10m","sourceRef":{"kind":"HelmRepository","name":"nvidia"}}`)}}},
-		Status: k0rdentv1beta1.ServiceTemplateStatus{TemplateStatusCommon: k0rdentv1beta1.TemplateStatusCommon{Valid: true}},
-	}
+	gpuOperator := standin.NewHelmServiceTemplate(ns, "gpu-operator-v25-3-0", "gpu-operator", "v25.3.0",
+		map[string]string{standin.AnnotationChart: standin.ChartPrerequisite})
 	g.Expect(standin.CreateWithStatus(ctx, env.Client, gpuOperator)).To(Succeed())
 	a := workspace(t, ns, ns+"-a", class(t, ns, "cm16-"+ns, "cert-manager-1-16", ""))
 	b := workspace(t, ns, ns+"-b", class(t, ns, "gpu-"+ns, gpuOperator.Name, ""))
@@ -51,7 +44,7 @@ func TestPrerequisiteSteadyStateMakesNoRequests(t *testing.T) {
 	unusedSince(t, unused)
 	settle(ns, 2*time.Second)
 
-	before, reconciled := requestsIn(ns), reconciles("prerequisite")
+	before, reconciled := requestsIn(ns), managertest.Reconciles("prerequisite")
 	for i := range 5 {
 		for j := range sets {
 			patch := client.RawPatch("application/merge-patch+json",
@@ -61,7 +54,7 @@ func TestPrerequisiteSteadyStateMakesNoRequests(t *testing.T) {
 		time.Sleep(300 * time.Millisecond)
 	}
 	settle(ns, time.Second)
-	g.Expect(reconciles("prerequisite")-reconciled).To(BeNumerically(">=", 2), "the changes reached the controller")
+	g.Expect(managertest.Reconciles("prerequisite")-reconciled).To(BeNumerically(">=", 2), "the changes reached the controller")
 	g.Expect(requestsIn(ns)-before).To(BeZero(), "requests at steady state")
 	g.Expect(prerequisite.UnusedSince(unused.Annotations).IsZero()).To(BeFalse(), "the unused one still waits for its deadline")
 }
@@ -78,26 +71,4 @@ func settle(ns string, quiet time.Duration) {
 			return
 		}
 	}
-}
-
-// reconciles is how many reconciles a controller of the process's managers ran.
-func reconciles(controller string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		return 0
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }

@@ -67,6 +67,16 @@ func record[T client.Object](t *testing.T, list client.ObjectList, ns, name stri
 	return r
 }
 
+// twoCertManagers creates a tenant with the templates cert-manager-1-16
+// and cert-manager-1-17 of the chart cert-manager.
+func twoCertManagers(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := tenant(t, prefix)
+	certManager(t, ns, "cert-manager-1-16", "1.16.0")
+	certManager(t, ns, "cert-manager-1-17", "1.17.0")
+	return ns
+}
+
 // serviceTemplateOf is the template a prerequisite ServiceSet installs now.
 func serviceTemplateOf(g Gomega, ss *k0rdentv1beta1.ServiceSet) string {
 	got := &k0rdentv1beta1.ServiceSet{}
@@ -84,9 +94,7 @@ func serviceTemplateOf(g Gomega, ss *k0rdentv1beta1.ServiceSet) string {
 func TestPrerequisiteUpgradedOnceByNewerClass(t *testing.T) {
 	apiary(t, 0)
 	g := NewWithT(t)
-	ns := tenant(t, "upgrade")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	certManager(t, ns, "cert-manager-1-17", "1.17.0")
+	ns := twoCertManagers(t, "upgrade")
 	older := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "")
 	newer := class(t, ns, "cm17-"+ns, "cert-manager-1-17", "")
 
@@ -175,9 +183,7 @@ func TestLegacyPrerequisiteAdopted(t *testing.T) {
 	apiary(t, 0)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := tenant(t, "legacy")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	certManager(t, ns, "cert-manager-1-17", "1.17.0")
+	ns := twoCertManagers(t, "legacy")
 	legacy := standin.NewServiceSet(ns, "wsprereq-c1-cert-manager-1-16", "c1", k0rdentv1beta1.ServiceWithValues{
 		Name: release, Namespace: ns, Template: "cert-manager-1-16",
 		HelmOptions: &k0rdentv1beta1.ServiceHelmOptions{CreateNamespace: ptr.To(true)},
@@ -215,9 +221,7 @@ func TestOlderClassRefusesNewerInstallOutsideItsConstraint(t *testing.T) {
 	apiary(t, 0)
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := tenant(t, "constraint")
-	certManager(t, ns, "cert-manager-1-16", "1.16.0")
-	certManager(t, ns, "cert-manager-1-17", "1.17.0")
+	ns := twoCertManagers(t, "constraint")
 	constrained := class(t, ns, "cm16-"+ns, "cert-manager-1-16", "~1.16.0")
 	a := workspace(t, ns, ns+"-a", constrained)
 	running(t, a)
