@@ -10,7 +10,6 @@ package admission_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -20,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -43,38 +40,14 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if child, err = testenv.Start(testenv.Bare()); err != nil {
-		fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = child.Stop() }()
-	kubeconfig, err := child.Kubeconfig()
+	c, err := managertest.StartClusters()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
-	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
-		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
-		return 1
-	}
+	defer c.Stop()
+	env, child = c.Management, c.Child
 	return m.Run()
-}
-
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
 }
 
 // apiary starts a manager for one test, stopped when the test ends (after

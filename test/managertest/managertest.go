@@ -1,8 +1,10 @@
 // Package managertest runs Apiary's manager inside a test's process with
 // the options the test chooses, as suites need that set flags of their own
-// or restart the manager: Start runs one until the test ends, Restart stops
-// it, runs something while none runs and starts another. Reconciles reads
-// how often a controller reconciled, from controller-runtime's metrics.
+// or restart the manager: StartClusters starts what it runs against (a
+// management and a child control plane, and the k0rdent stand-in); Start
+// runs a manager until the test ends, Restart stops it, runs something while
+// none runs and starts another. Reconciles reads how often a controller
+// reconciled, from controller-runtime's metrics.
 package managertest
 
 import (

@@ -1,0 +1,78 @@
+package managertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// Clusters are what a suite's managers run against: a management control
+// plane with the k0rdent stand-in, and one child control plane that every
+// ClusterDeployment's kubeconfig points at, where the stand-in installs
+// ServiceSets with Helm.
+type Clusters struct {
+	Management, Child *testenv.Environment
+	// ServiceSets is the stand-in's ServiceSet part, for install counts.
+	ServiceSets *standin.ServiceSets
+
+	stops []func()
+}
+
+// StartClusters starts the control planes and the stand-in, and points
+// controller-runtime's logger at LogOutput. Stop ends them.
+func StartClusters() (*Clusters, error) {
+	c := &Clusters{}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Stop()
+		}
+	}()
+	var err error
+	if c.Management, err = testenv.Start(); err != nil {
+		return nil, fmt.Errorf("starting management control plane: %w", err)
+	}
+	c.stops = append(c.stops, func() { _ = c.Management.Stop() })
+	if c.Child, err = testenv.Start(testenv.Bare()); err != nil {
+		return nil, fmt.Errorf("starting child control plane: %w", err)
+	}
+	c.stops = append(c.stops, func() { _ = c.Child.Stop() })
+	kubeconfig, err := c.Child.Kubeconfig()
+	if err != nil {
+		return nil, fmt.Errorf("child kubeconfig: %w", err)
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(LogOutput())))
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stops = append(c.stops, cancel)
+	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
+	if c.ServiceSets, _, err = standin.Run(ctx, c.Management.Config, si); err != nil {
+		return nil, fmt.Errorf("stand-in: %w", err)
+	}
+	ok = true
+	return c, nil
+}
+
+// Stop stops the stand-in and the control planes.
+func (c *Clusters) Stop() {
+	for i := len(c.stops) - 1; i >= 0; i-- {
+		c.stops[i]()
+	}
+	c.stops = nil
+}
+
+// LogOutput is where managers log in tests: nowhere, unless APIARY_TEST_LOGS
+// is set.
+func LogOutput() io.Writer {
+	if os.Getenv("APIARY_TEST_LOGS") != "" {
+		return os.Stderr
+	}
+	return io.Discard
+}
