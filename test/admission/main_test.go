@@ -66,29 +66,11 @@ func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *manager
 // it, its template and credential, and a ServiceTemplate "tmpl".
 func tenant(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
-	ctx := context.Background()
 	ns := env.NewNamespace(t, prefix)
 	if len(labels) > 0 {
 		setNamespaceLabels(t, ns, labels)
 	}
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "tpl", true),
-		standin.NewCredential(ns, "cred", true),
-		standin.NewServiceTemplate(ns, "tmpl", true, nil),
-	} {
-		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-	}
-	cd := standin.NewClusterDeployment(ns, "c1", "tpl", "cred")
-	if err := env.Client.Create(ctx, cd); err != nil {
-		t.Fatalf("creating ClusterDeployment: %v", err)
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &k0rdentv1beta1.ClusterDeployment{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
-		g.Expect(isTrue(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)).To(BeTrue())
-	}, timeout, 200*time.Millisecond).Should(Succeed())
+	managertest.ReadyCluster(t, env.Client, ns, "c1")
 	return ns
 }
 
@@ -181,12 +163,7 @@ func create(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 // finalizer released while a manager runs).
 func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
-	ctx := context.Background()
-	_ = env.Client.Delete(ctx, w)
-	NewWithT(t).Eventually(func() bool {
-		return client.IgnoreNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})) == nil &&
-			env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{}) != nil
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
+	managertest.DeleteAndWait(t, env.Client, w)
 }
 
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
@@ -198,12 +175,7 @@ func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceD
 // eventuallyPhase waits for a phase and returns the workspace.
 func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	var out *workspacesv1.WorkspaceDeployment
-	NewWithT(t).Eventually(func(g Gomega) {
-		out = get(g, w)
-		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
-	}, timeout, 200*time.Millisecond).Should(Succeed())
-	return out
+	return managertest.EventuallyPhase(t, env.Client, w, phase)
 }
 
 // eventuallyWaiting waits until a workspace waits for a reason, of the

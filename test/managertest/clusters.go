@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"testing"
+	"time"
 
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -75,4 +79,38 @@ func LogOutput() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
+}
+
+// ReadyCluster creates in ns what k0rdent and an administrator provide (the
+// ClusterTemplate "tpl", the Credential "cred", the workspace
+// ServiceTemplate "tmpl") and a ClusterDeployment of them, and waits until
+// the stand-in reports it Ready.
+func ReadyCluster(t testing.TB, c client.Client, ns, name string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{
+		standin.NewClusterTemplate(ns, "tpl", true),
+		standin.NewCredential(ns, "cred", true),
+		standin.NewServiceTemplate(ns, "tmpl", true, nil),
+	} {
+		if err := standin.CreateWithStatus(ctx, c, obj); err != nil {
+			t.Fatalf("creating %T: %v", obj, err)
+		}
+	}
+	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
+	if err := c.Create(ctx, cd); err != nil {
+		t.Fatalf("creating ClusterDeployment: %v", err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		got := &k0rdentv1beta1.ClusterDeployment{}
+		err := c.Get(ctx, client.ObjectKeyFromObject(cd), got)
+		if err == nil && apimeta.IsStatusConditionTrue(got.Status.Conditions, k0rdentv1beta1.ReadyCondition) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ClusterDeployment %s/%s is not Ready within a minute (last error: %v)", ns, name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }

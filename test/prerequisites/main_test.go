@@ -74,28 +74,8 @@ func apiary(t *testing.T, grace time.Duration) *managertest.Manager {
 // template and credential, and the workspace ServiceTemplate "tmpl".
 func tenant(t *testing.T, prefix string) string {
 	t.Helper()
-	ctx := context.Background()
 	ns := env.NewNamespace(t, prefix)
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "tpl", true),
-		standin.NewCredential(ns, "cred", true),
-		standin.NewServiceTemplate(ns, "tmpl", true, nil),
-	} {
-		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-	}
-	cd := standin.NewClusterDeployment(ns, "c1", "tpl", "cred")
-	if err := env.Client.Create(ctx, cd); err != nil {
-		t.Fatalf("creating ClusterDeployment: %v", err)
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &k0rdentv1beta1.ClusterDeployment{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
-		ready := metaCondition(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)
-		g.Expect(ready).NotTo(BeNil())
-		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
-	}, timeout, 200*time.Millisecond).Should(Succeed())
+	managertest.ReadyCluster(t, env.Client, ns, "c1")
 	return ns
 }
 
@@ -154,18 +134,7 @@ func workspace(t *testing.T, ns, name, cls string) *workspacesv1.WorkspaceDeploy
 // its deletion time (zero when it was gone already).
 func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) time.Time {
 	t.Helper()
-	ctx := context.Background()
-	_ = env.Client.Delete(ctx, w)
-	var deleted time.Time
-	got := &workspacesv1.WorkspaceDeployment{}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), got); err == nil && got.DeletionTimestamp != nil {
-		deleted = got.DeletionTimestamp.Time
-	}
-	NewWithT(t).Eventually(func() bool {
-		err := env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})
-		return err != nil && client.IgnoreNotFound(err) == nil
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
-	return deleted
+	return managertest.DeleteAndWait(t, env.Client, w)
 }
 
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
@@ -177,12 +146,7 @@ func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceD
 // eventuallyPhase waits for a phase and returns the workspace.
 func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	var out *workspacesv1.WorkspaceDeployment
-	NewWithT(t).Eventually(func(g Gomega) {
-		out = get(g, w)
-		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
-	}, timeout, 200*time.Millisecond).Should(Succeed())
-	return out
+	return managertest.EventuallyPhase(t, env.Client, w, phase)
 }
 
 func running(t *testing.T, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
