@@ -63,6 +63,9 @@ func main() {
 		"How often Colonies resync their GPU inventory besides reacting to node changes (default 5m).")
 	flag.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
 		"Refuse workspaces that target a ClusterDeployment in another namespace.")
+	flag.DurationVar(&opts.PrerequisiteGracePeriod, "prerequisite-grace-period", 0,
+		"How long a shared prerequisite that no workspace of its cluster needs any more is kept before it is removed; "+
+			"0 (the default) keeps it forever.")
 	flag.StringVar(&opts.WorkspaceGatewayName, "workspace-gateway-name", "istio-ingressgateway",
 		"The tenant Gateway on regional clusters that workspace access routes attach to.")
 	flag.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",

@@ -12,11 +12,11 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -90,7 +90,7 @@ func BenchmarkColony200(b *testing.B) {
 		// Resyncs: a node without GPUs joins and leaves the child; every
 		// cluster's cache sees it and the Colony reconciles.
 		const resyncs = 5
-		reqs1, writes1, recs1 := apiaryRequests.Load(), apiaryWrites.Load(), reconciles("colony")
+		reqs1, writes1, recs1 := apiaryRequests.Load(), apiaryWrites.Load(), managertest.Reconciles("colony")
 		for r := range resyncs {
 			name := fmt.Sprintf("%s-cpu-%d", ns, r)
 			if err := standin.AddGPUNode(ctx, childClient, name, nil, "", 0); err != nil {
@@ -99,7 +99,7 @@ func BenchmarkColony200(b *testing.B) {
 			settle(2*time.Second, time.Minute)
 		}
 		steadyReqs, steadyWrites := apiaryRequests.Load()-reqs1, apiaryWrites.Load()-writes1
-		steadyRecs := reconciles("colony") - recs1
+		steadyRecs := managertest.Reconciles("colony") - recs1
 		if steadyRecs == 0 {
 			b.Fatal("the node changes triggered no Colony reconcile")
 		}
@@ -263,26 +263,4 @@ func samplePeak(peak *atomic.Uint64, stop <-chan struct{}) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-}
-
-// reconciles reads controller-runtime's reconcile counter of a controller.
-func reconciles(controller string) float64 {
-	families, err := ctrlmetrics.Registry.Gather()
-	if err != nil {
-		return 0
-	}
-	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == controller {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
@@ -65,8 +66,13 @@ type WorkspaceDeploymentReconciler struct {
 	Ledger *quota.Ledger
 	// Policy orders the workspaces that wait for GPUs; StrictFIFO when empty.
 	Policy admission.Policy
+	// PrerequisiteGracePeriod is how long a shared prerequisite install that
+	// no workspace of its cluster needs any more is kept before it is
+	// removed; zero keeps it forever (the exalsius operator's behaviour).
+	PrerequisiteGracePeriod time.Duration
 
 	gate     *gpuGate
+	installs *prerequisite.Writes
 	rendered renderCache
 	ports    *access.Ledger
 	sweeper  *routeSweeper
@@ -174,7 +180,9 @@ func stopWith(requeueAfter time.Duration) stepResult {
 // reconcileDelete removes the workspace in order: its routes on the
 // regional cluster (awaited, so its pool ports are free), its ServiceSet
 // (awaited, so the release is uninstalled), then its namespace on the
-// child, then the finalizer. Prerequisites stay: other workspaces may use them.
+// child, then the finalizer. Prerequisites stay: other workspaces may use
+// them (with --prerequisite-grace-period, the prerequisite controller
+// removes those left unused).
 func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
 		return ctrl.Result{}, nil

@@ -6,6 +6,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,6 +22,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -40,6 +42,7 @@ const (
 // workspace waits for GPUs.
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
+	r.installs = &prerequisite.Writes{}
 	if r.Policy == "" {
 		r.Policy = admission.StrictFIFO
 	}
@@ -82,6 +85,7 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfClass)).
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfCluster)).
 		Watches(&k0rdentv1beta1.ServiceSet{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfServiceSet)).
+		Watches(&k0rdentv1beta1.ServiceSet{}, r.forgetDeletedPrerequisites()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("Secret"))).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
 		// A workspace that goes or fails may free GPUs for those waiting.
@@ -129,7 +133,13 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	}); ok {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesOwnerKind), &handler.EnqueueRequestForObject{}))
 	}
-	return b.Complete(r)
+	if err := b.Complete(r); err != nil {
+		return err
+	}
+	if r.PrerequisiteGracePeriod > 0 {
+		return r.setupPrerequisites(mgr)
+	}
+	return nil
 }
 
 // unsyncedWorkspaces maps a change of a Flux Kustomization to the workspaces
@@ -184,6 +194,17 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Conte
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+}
+
+// forgetDeletedPrerequisites drops the memory of installs of a prerequisite
+// ServiceSet once it is deleted, by whoever deletes it (an administrator
+// moving a prerequisite, as ADR-0007 says), so that it is created again.
+func (r *WorkspaceDeploymentReconciler) forgetDeletedPrerequisites() handler.EventHandler {
+	return handler.Funcs{DeleteFunc: func(_ context.Context, e event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		if e.Object.GetLabels()[plan.RoleLabel] == plan.RolePrerequisite {
+			r.installs.Forget(e.Object.GetNamespace(), e.Object.GetName())
+		}
+	}}
 }
 
 func (r *WorkspaceDeploymentReconciler) workspacesOfValues(kind string) handler.MapFunc {

@@ -6,13 +6,11 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -29,11 +27,20 @@ const (
 	prereqConflict
 )
 
+// prereqCheck is the outcome of checking one prerequisite: its status, a
+// verdict and, for a conflict, its reason.
+type prereqCheck struct {
+	status  workspacesv1.PrerequisiteStatus
+	verdict prereqVerdict
+	reason  string
+}
+
 // reconcilePrerequisites installs the class's prerequisites once per child
 // cluster, sharing them between workspaces, and holds the workspace in
 // InstallingPrerequisites until every one is healthy. Services the Colony
 // installed on the cluster count. Once a generation of the workspace passed
-// this step, later changes of a prerequisite do not flip the workspace.
+// this step, later changes of a prerequisite (an upgrade of its shared
+// install by a newer class among them) do not flip the workspace.
 func (r *WorkspaceDeploymentReconciler) reconcilePrerequisites(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
 	if len(w.class.Spec.Prerequisites) == 0 {
@@ -48,26 +55,32 @@ func (r *WorkspaceDeploymentReconciler) reconcilePrerequisites(ctx context.Conte
 	worst := prereqSatisfied
 	var statuses []workspacesv1.PrerequisiteStatus
 	var notReady, failures []string
+	conflictReason := ""
 	for _, p := range w.class.Spec.Prerequisites {
-		st, verdict, err := r.checkPrerequisite(ctx, w, p)
+		c, err := r.checkPrerequisite(ctx, w, p)
 		if err != nil {
 			return stopWith(0), err
 		}
-		statuses = append(statuses, st)
-		switch verdict {
+		statuses = append(statuses, c.status)
+		switch c.verdict {
 		case prereqInstalling:
-			notReady = append(notReady, st.Name)
-		case prereqFailed, prereqConflict:
-			failures = append(failures, st.Message)
+			notReady = append(notReady, c.status.Name)
+		case prereqConflict:
+			if conflictReason == "" {
+				conflictReason = c.reason
+			}
+			failures = append(failures, c.status.Message)
+		case prereqFailed:
+			failures = append(failures, c.status.Message)
 		}
-		worst = max(worst, verdict)
+		worst = max(worst, c.verdict)
 	}
 	obj.Status.Prerequisites = statuses
 	switch worst {
 	case prereqConflict:
 		msg := strings.Join(failures, "; ")
-		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.PrerequisiteNamespaceConflict, "%s", msg)
-		r.fail(ctx, obj, workspacesv1.PrerequisiteNamespaceConflict, msg)
+		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, conflictReason, "%s", msg)
+		r.fail(ctx, obj, conflictReason, msg)
 		return stopWith(0), nil
 	case prereqFailed:
 		msg := strings.Join(failures, "; ")
@@ -87,110 +100,92 @@ func (r *WorkspaceDeploymentReconciler) reconcilePrerequisites(ctx context.Conte
 }
 
 // checkPrerequisite finds who provides one prerequisite on the cluster and
-// how it is doing, creating the shared ServiceSet when nobody does.
-func (r *WorkspaceDeploymentReconciler) checkPrerequisite(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec) (workspacesv1.PrerequisiteStatus, prereqVerdict, error) {
+// how it is doing: the shared install of any template that is the same
+// prerequisite (upgraded when this class pins a newer version), else the
+// Colony's services, else a new shared install, created here.
+func (r *WorkspaceDeploymentReconciler) checkPrerequisite(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec) (prereqCheck, error) {
 	tmpl := p.ServiceTemplate.Name
 	wanted := p.Namespace
 	if wanted == "" {
 		wanted = plan.DefaultPrerequisiteNamespace
 	}
-	st := workspacesv1.PrerequisiteStatus{Name: tmpl, Source: workspacesv1.PrerequisiteSourceWorkspace, Namespace: wanted}
-	conflict := func(incumbentNS string) bool {
-		if p.Namespace == "" || incumbentNS == p.Namespace {
-			return false
-		}
-		st.Phase = workspacesv1.PrerequisiteFailed
-		st.Message = fmt.Sprintf("prerequisite %q is already installed in namespace %q (source: %s); this class requests namespace %q",
-			tmpl, incumbentNS, st.Source, p.Namespace)
-		return true
+	c := prereqCheck{status: workspacesv1.PrerequisiteStatus{Name: tmpl, Source: workspacesv1.PrerequisiteSourceWorkspace, Namespace: wanted}}
+	want, err := serviceTemplateInfo(ctx, r.Client, tmpl, templateKey(p.ServiceTemplate))
+	if err != nil {
+		return c, err
 	}
-
-	ss := &k0rdentv1beta1.ServiceSet{}
-	err := r.Get(ctx, client.ObjectKey{Namespace: w.cdKey.Namespace, Name: plan.PrerequisiteServiceSetName(w.cdKey.Name, tmpl)}, ss)
-	switch {
-	case err == nil:
-		for _, s := range ss.Spec.Services {
-			if s.Template == tmpl {
-				st.Namespace = s.Namespace
-			}
-		}
-		if conflict(st.Namespace) {
-			return st, prereqConflict, nil
-		}
-		return serviceVerdict(st, ss.Status.Services, tmpl)
-	case !apierrors.IsNotFound(err):
-		return st, 0, fmt.Errorf("reading prerequisite ServiceSet: %w", err)
+	id := prerequisite.ID{Namespace: w.cdKey.Namespace, Cluster: w.cdKey.Name, Key: want.Key}
+	unlock := r.installs.Lock(id)
+	defer unlock()
+	inst, err := r.sharedInstall(ctx, id, want)
+	if err != nil {
+		return c, err
+	}
+	if inst != nil {
+		return r.useSharedInstall(ctx, w, p, c, id, want, inst)
 	}
 
 	// The Colony may have installed it through the ClusterDeployment's services.
 	for _, s := range w.cd.Status.Services {
 		if s.Template == tmpl {
-			st.Source, st.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
-			if conflict(st.Namespace) {
-				return st, prereqConflict, nil
+			c.status.Source, c.status.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
+			if namespaceConflict(&c, p) {
+				return c, nil
 			}
-			return serviceVerdict(st, w.cd.Status.Services, tmpl)
+			return serviceVerdict(c, w.cd.Status.Services, tmpl), nil
 		}
 	}
 	for _, s := range w.cd.Spec.ServiceSpec.Services {
 		if s.Template == tmpl {
-			st.Source, st.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
-			if conflict(st.Namespace) {
-				return st, prereqConflict, nil
+			c.status.Source, c.status.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
+			if namespaceConflict(&c, p) {
+				return c, nil
 			}
-			st.Phase, st.Message = workspacesv1.PrerequisiteInstalling, "installed by the cluster's services"
-			return st, prereqInstalling, nil
+			return installing(c, "installed by the cluster's services"), nil
 		}
 	}
 
-	if err := r.createPrerequisite(ctx, w, p, wanted); err != nil {
-		return st, 0, err
+	target := plan.NewPrerequisiteTarget(w.cdKey.Name, tmpl, wanted)
+	if err := r.deliverPrerequisite(ctx, w, p, target); err != nil {
+		return c, err
 	}
-	st.Phase, st.Message = workspacesv1.PrerequisiteInstalling, "installing"
-	return st, prereqInstalling, nil
+	r.installs.Record(id, prerequisite.Candidate{ServiceSet: target.ServiceSet, Release: target.Release, Namespace: wanted, Template: want})
+	return installing(c, "installing"), nil
+}
+
+// namespaceConflict fails the check when the class insists on a namespace
+// other than the one the incumbent (of c.status) installs into (ADR-0007).
+func namespaceConflict(c *prereqCheck, p workspacesv1.PrerequisiteSpec) bool {
+	if p.Namespace == "" || c.status.Namespace == p.Namespace {
+		return false
+	}
+	c.verdict, c.reason = prereqConflict, workspacesv1.PrerequisiteNamespaceConflict
+	c.status.Phase = workspacesv1.PrerequisiteFailed
+	c.status.Message = fmt.Sprintf("prerequisite %q is already installed in namespace %q (source: %s); this class requests namespace %q",
+		c.status.Name, c.status.Namespace, c.status.Source, p.Namespace)
+	return true
+}
+
+func installing(c prereqCheck, msg string) prereqCheck {
+	c.verdict, c.status.Phase, c.status.Message = prereqInstalling, workspacesv1.PrerequisiteInstalling, msg
+	return c
 }
 
 // serviceVerdict reads the state of the service installing a template.
-func serviceVerdict(st workspacesv1.PrerequisiteStatus, states []k0rdentv1beta1.ServiceState, tmpl string) (workspacesv1.PrerequisiteStatus, prereqVerdict, error) {
+func serviceVerdict(c prereqCheck, states []k0rdentv1beta1.ServiceState, tmpl string) prereqCheck {
 	for _, s := range states {
 		if s.Template != tmpl {
 			continue
 		}
 		switch s.State {
 		case k0rdentv1beta1.ServiceStateDeployed:
-			st.Phase, st.Message = workspacesv1.PrerequisiteSatisfied, ""
-			return st, prereqSatisfied, nil
+			c.verdict, c.status.Phase, c.status.Message = prereqSatisfied, workspacesv1.PrerequisiteSatisfied, ""
+			return c
 		case k0rdentv1beta1.ServiceStateFailed:
-			st.Phase = workspacesv1.PrerequisiteFailed
-			st.Message = fmt.Sprintf("Prerequisite %q failed: %s", tmpl, s.FailureMessage)
-			return st, prereqFailed, nil
+			c.verdict, c.status.Phase = prereqFailed, workspacesv1.PrerequisiteFailed
+			c.status.Message = fmt.Sprintf("Prerequisite %q failed: %s", tmpl, s.FailureMessage)
+			return c
 		}
 	}
-	st.Phase, st.Message = workspacesv1.PrerequisiteInstalling, "installing"
-	return st, prereqInstalling, nil
-}
-
-// createPrerequisite renders and delivers the shared ServiceSet of a
-// prerequisite. It belongs to no workspace: it outlives them, as other
-// workspaces of the cluster share it.
-func (r *WorkspaceDeploymentReconciler) createPrerequisite(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec, namespace string) error {
-	tmpl := p.ServiceTemplate.Name
-	bundle, err := r.Bundles.Get(plan.PrerequisiteBundle)
-	if err != nil {
-		return fmt.Errorf("prerequisite bundle: %w", err)
-	}
-	req, err := plan.PrerequisiteRequest(w.class, p, w.cdKey.Name, w.cdKey.Namespace, namespace, r.Settings)
-	if err != nil {
-		return err
-	}
-	out, err := bundle.Render(req)
-	if err != nil {
-		return fmt.Errorf("rendering prerequisite %q: %w", tmpl, err)
-	}
-	name := plan.PrerequisiteServiceSetName(w.cdKey.Name, tmpl)
-	owner := delivery.Owner{Kind: prerequisiteOwnerKind, Namespace: w.cdKey.Namespace, Name: name}
-	if _, err := r.Sink.Apply(ctx, owner, out.Objects, nil); err != nil {
-		return fmt.Errorf("delivering prerequisite %q: %w", tmpl, err)
-	}
-	return nil
+	return installing(c, "installing")
 }

@@ -76,6 +76,8 @@ func (d *deps) controllers() []controllerSetup {
 					RouteSinks:           d.routes,
 					Ledger:               ledger,
 					Policy:               opts.GPUQueueing,
+
+					PrerequisiteGracePeriod: opts.PrerequisiteGracePeriod,
 				}
 				if err := wsd.SetupWithManager(mgr, controllers.WorkspaceDeploymentReconcilerOptions{
 					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,

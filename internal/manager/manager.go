@@ -63,6 +63,10 @@ type Options struct {
 	// GPUQueueing orders the workspaces that wait for GPUs on a cluster:
 	// admission.StrictFIFO (the default) or admission.BestEffortFIFO.
 	GPUQueueing admission.Policy
+	// PrerequisiteGracePeriod is how long a shared prerequisite that no
+	// workspace of its cluster needs any more is kept before it is removed;
+	// zero (the default) keeps it forever, as the exalsius operator does.
+	PrerequisiteGracePeriod time.Duration
 	// SkipControllerNameValidation allows several managers in one process
 	// (the sandbox's test runs one per delivery mode); controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -114,6 +118,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		if err := opts.GPUQueueing.Validate(); err != nil {
 			return nil, nil, err
 		}
+	}
+	if opts.PrerequisiteGracePeriod < 0 {
+		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
 	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        apiaryscheme.New(),

@@ -166,7 +166,8 @@ func (r *renderer) renderPrerequisite(w *workspace, p workspacesv1.PrerequisiteS
 	if err != nil {
 		return nil, fmt.Errorf("prerequisite bundle: %w", err)
 	}
-	req, err := plan.PrerequisiteRequest(w.class.obj, p, w.cdName, w.cdNS, namespace, r.settings)
+	req, err := plan.PrerequisiteRequest(w.class.obj, p, w.cdName, w.cdNS,
+		plan.NewPrerequisiteTarget(w.cdName, p.ServiceTemplate.Name, namespace), r.settings)
 	if err != nil {
 		return nil, err
 	}

@@ -164,7 +164,7 @@ func TestRestartRecoversAdmissionsFirst(t *testing.T) {
 	g.Expect(before).NotTo(BeNil())
 
 	var late *workspacesv1.WorkspaceDeployment
-	m.restart(func() {
+	m.Restart(func() {
 		late = workspace(t, ns, "late", cls, gpus{count: 1, selector: map[string]string{"pool": "restart"}})
 	})
 	w := eventuallyWaiting(t, late, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
@@ -188,7 +188,7 @@ func TestDeliveredWithoutAdmissionIsAdopted(t *testing.T) {
 	old := workspace(t, ns, "old", cls, gpus{count: 2, model: "B200"})
 	eventuallyPhase(t, old, workspacesv1.PhaseRunning)
 	var newer *workspacesv1.WorkspaceDeployment
-	m.restart(func() {
+	m.Restart(func() {
 		// As an earlier Apiary left it: running, delivered, no admission.
 		w := get(g, old)
 		w.Status.Admission = nil

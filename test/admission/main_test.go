@@ -10,7 +10,6 @@ package admission_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"testing"
 	"time"
@@ -20,9 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -30,6 +27,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -42,127 +40,37 @@ var (
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
 func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if child, err = testenv.Start(testenv.Bare()); err != nil {
-		fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = child.Stop() }()
-	kubeconfig, err := child.Kubeconfig()
+	c, err := managertest.StartClusters()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
-	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
-		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
-		return 1
-	}
+	defer c.Stop()
+	env, child = c.Management, c.Child
 	return m.Run()
 }
 
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
-}
-
-// proc is the Apiary manager of one test: started by apiary, stopped when
-// the test ends (after the test's workspaces are gone), and restartable.
-type proc struct {
-	t              *testing.T
-	policy         admission.Policy
-	crossNamespace bool
-	stop           func()
-}
-
-// apiary starts a manager for one test.
-func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *proc {
+// apiary starts a manager for one test, stopped when the test ends (after
+// the test's workspaces are gone), and restartable.
+func apiary(t *testing.T, policy admission.Policy, crossNamespace bool) *managertest.Manager {
 	t.Helper()
-	p := &proc{t: t, policy: policy, crossNamespace: crossNamespace}
-	p.start()
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// restart stops the manager, runs between while none runs, and starts another.
-func (p *proc) restart(between func()) {
-	p.stop()
-	between()
-	p.start()
-}
-
-func (p *proc) start() {
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:                   env.Config,
-			MetricsBindAddress:           "0",
-			HealthProbeBindAddress:       "0",
-			Concurrency:                  manager.DefaultConcurrency,
-			CRDCheckInterval:             time.Second,
-			InventoryInterval:            time.Minute,
-			NoCrossNamespaceRefs:         !p.crossNamespace,
-			GPUQueueing:                  p.policy,
-			SkipControllerNameValidation: true,
-			Logger:                       ctrl.Log.WithName("apiary"),
-		})
-	}()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				p.t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			p.t.Error("manager did not stop within 30s")
-		}
-	}
+	return managertest.Start(t, manager.Options{
+		RestConfig:           env.Config,
+		InventoryInterval:    time.Minute,
+		NoCrossNamespaceRefs: !crossNamespace,
+		GPUQueueing:          policy,
+	})
 }
 
 // tenant creates a namespace with labels, a ready ClusterDeployment "c1" in
 // it, its template and credential, and a ServiceTemplate "tmpl".
 func tenant(t *testing.T, prefix string, labels map[string]string) string {
 	t.Helper()
-	ctx := context.Background()
 	ns := env.NewNamespace(t, prefix)
 	if len(labels) > 0 {
 		setNamespaceLabels(t, ns, labels)
 	}
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "tpl", true),
-		standin.NewCredential(ns, "cred", true),
-		standin.NewServiceTemplate(ns, "tmpl", true, nil),
-	} {
-		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-	}
-	cd := standin.NewClusterDeployment(ns, "c1", "tpl", "cred")
-	if err := env.Client.Create(ctx, cd); err != nil {
-		t.Fatalf("creating ClusterDeployment: %v", err)
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &k0rdentv1beta1.ClusterDeployment{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
-		g.Expect(isTrue(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)).To(BeTrue())
-	}, timeout, 200*time.Millisecond).Should(Succeed())
+	managertest.ReadyCluster(t, env.Client, ns, "c1")
 	return ns
 }
 
@@ -255,12 +163,7 @@ func create(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 // finalizer released while a manager runs).
 func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
-	ctx := context.Background()
-	_ = env.Client.Delete(ctx, w)
-	NewWithT(t).Eventually(func() bool {
-		return client.IgnoreNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})) == nil &&
-			env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{}) != nil
-	}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
+	managertest.DeleteAndWait(t, env.Client, w)
 }
 
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
@@ -272,12 +175,7 @@ func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceD
 // eventuallyPhase waits for a phase and returns the workspace.
 func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	var out *workspacesv1.WorkspaceDeployment
-	NewWithT(t).Eventually(func(g Gomega) {
-		out = get(g, w)
-		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
-	}, timeout, 200*time.Millisecond).Should(Succeed())
-	return out
+	return managertest.EventuallyPhase(t, env.Client, w, phase)
 }
 
 // eventuallyWaiting waits until a workspace waits for a reason, of the

@@ -149,7 +149,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--workspacedeployment-concurrency=8", "--tenantquota-concurrency=2", "--gpu-queueing-policy=StrictFIFO",
 			"--no-cross-namespace-refs=true", "--zap-log-level=info", "--zap-encoder=json",
 			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system"},
-		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval"},
+		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period"},
 	}, {
 		name: "every knob",
 		vals: map[string]any{
@@ -163,6 +163,8 @@ func TestArgsFollowValues(t *testing.T) {
 			"noCrossNamespaceRefs": false,
 			"gpuInventoryInterval": "2m30s",
 			"crdCheckInterval":     "5s",
+			// Unused prerequisites are removed after a day.
+			"prerequisiteGracePeriod": "24h",
 			"bundles": map[string]any{"dir": "/etc/apiary/bundles", "configMap": map[string]any{
 				"name": "my-bundles", "items": []any{map[string]any{"key": "jupyter-values.yaml", "path": "jupyter/values.yaml"}}}},
 			"log":          map[string]any{"level": "debug", "encoding": "console"},
@@ -174,6 +176,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--health-probe-bind-address=:9091", "--colony-concurrency=1", "--workspaceclass-concurrency=3",
 			"--workspacedeployment-concurrency=16", "--tenantquota-concurrency=5", "--gpu-queueing-policy=BestEffortFIFO",
 			"--no-cross-namespace-refs=false", "--gpu-inventory-interval=2m30s", "--crd-check-interval=5s", "--bundle-dir=/etc/apiary/bundles",
+			"--prerequisite-grace-period=24h",
 			"--zap-log-level=debug", "--zap-encoder=console", "--zap-stacktrace-level=panic"},
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
@@ -335,6 +338,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"leader election off with replicas", map[string]any{"replicaCount": 2, "leaderElection": map[string]any{"enabled": false}}, []string{"/leaderElection/enabled"}},
 		{"bool as a string", map[string]any{"noCrossNamespaceRefs": "yes"}, []string{"/noCrossNamespaceRefs", "boolean"}},
 		{"bad duration", map[string]any{"gpuInventoryInterval": "5 minutes"}, []string{"/gpuInventoryInterval"}},
+		{"bad grace period", map[string]any{"prerequisiteGracePeriod": "1 day"}, []string{"/prerequisiteGracePeriod"}},
 		{"unknown log level", map[string]any{"log": map[string]any{"level": "verbose"}}, []string{"/log/level", "debug"}},
 		{"unknown log encoding", map[string]any{"log": map[string]any{"encoding": "xml"}}, []string{"/log/encoding"}},
 		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, []string{"/metrics/port", "maximum"}},

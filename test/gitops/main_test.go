@@ -48,6 +48,8 @@ const (
 	// authorEmail is the email of Apiary's commits, the principal of
 	// their signatures.
 	authorEmail = "apiary@gitops.test"
+	// prerequisiteGrace is the manager's --prerequisite-grace-period.
+	prerequisiteGrace = 3 * time.Second
 )
 
 var (
@@ -169,6 +171,8 @@ func run(m *testing.M) int {
 		Logger:                 ctrl.Log.WithName("apiary"),
 		// A test restarts the manager in this process.
 		SkipControllerNameValidation: true,
+		// Unused prerequisites go (TestPrerequisiteRemovedThroughGit).
+		PrerequisiteGracePeriod: prerequisiteGrace,
 		Git: &manager.GitOptions{
 			Path:                apiaryPath,
 			GitRepositoryRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},

@@ -151,6 +151,23 @@ func NewServiceTemplate(ns, name string, valid bool, annotations map[string]stri
 	return t
 }
 
+// NewHelmServiceTemplate returns a valid ServiceTemplate of a Helm chart at
+// a version, in spec.version and in its chartSpec, as k0rdent's catalog
+// makes them (cert-manager-1-16 of the chart cert-manager), with stand-in
+// annotations (AnnotationChart picks what the stand-in installs). Create it
+// with CreateWithStatus.
+func NewHelmServiceTemplate(ns, name, chart, version string, annotations map[string]string) *k0rdentv1beta1.ServiceTemplate {
+	t := &k0rdentv1beta1.ServiceTemplate{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: k0rdentv1beta1.ServiceTemplateSpec{Version: version, Helm: &k0rdentv1beta1.HelmSpec{
+			ChartSpec: &apiextensionsv1.JSON{Raw: fmt.Appendf(nil,
+				`{"chart":%q,"version":%q,"interval":"10m","sourceRef":{"kind":"HelmRepository","name":"catalog"}}`, chart, version)},
+		}},
+	}
+	t.Status.Valid = true
+	return t
+}
+
 // NewServiceSet returns a ServiceSet of a ClusterDeployment for the default
 // StateManagementProvider (labelled for its adapter) with the services.
 func NewServiceSet(ns, name, cluster string, services ...k0rdentv1beta1.ServiceWithValues) *k0rdentv1beta1.ServiceSet {

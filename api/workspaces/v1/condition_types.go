@@ -58,6 +58,12 @@ const (
 	ClassInUseReason                = "ClassInUse"
 )
 
+// PrerequisiteVersionConflictReason (Apiary's) fails a workspace whose
+// class's versionConstraint excludes the version that the cluster's shared
+// install of a prerequisite runs: a newer class upgraded it, and Apiary never
+// downgrades a shared install.
+const PrerequisiteVersionConflictReason = "PrerequisiteVersionConflict"
+
 // Apiary's reasons of the GPU gate (GPUCapacityAvailable) and of the
 // QuotaReserved condition.
 const (

@@ -240,10 +240,33 @@ func ServiceSetRequest(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Wor
 	}}, nil
 }
 
+// PrerequisiteTarget is where the shared install of a prerequisite lives:
+// its ServiceSet, and the name and namespace of its release on the child.
+type PrerequisiteTarget struct {
+	ServiceSet, Release, Namespace string
+}
+
+// NewPrerequisiteTarget is the target of a new install of a template on a
+// cluster, into namespace: the ServiceSet wsprereq-<cluster>-<template> and
+// the release named after the template (lowercased, bounded to 53
+// characters; prereq-<hash> when that is no DNS label). An upgrade keeps
+// the target of the install it upgrades.
+func NewPrerequisiteTarget(cluster, template, namespace string) PrerequisiteTarget {
+	release := strings.ToLower(template)
+	if !naming.IsDNSLabel(release) {
+		release = naming.LabelValue("prereq-" + template)
+	}
+	return PrerequisiteTarget{
+		ServiceSet: PrerequisiteServiceSetName(cluster, template),
+		Release:    naming.BoundedTo(release, 53),
+		Namespace:  namespace,
+	}
+}
+
 // PrerequisiteRequest is the render request of a prerequisite's shared
-// ServiceSet on a cluster, installing into namespace.
-func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.PrerequisiteSpec, clusterName, clusterNamespace, namespace string,
-	operator map[string]any) (render.Request, error) {
+// ServiceSet on a cluster, installing the class's template at target.
+func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.PrerequisiteSpec, clusterName, clusterNamespace string,
+	target PrerequisiteTarget, operator map[string]any) (render.Request, error) {
 	tmpl := p.ServiceTemplate.Name
 	vals, err := JSONToMap(p.Values)
 	if err != nil {
@@ -253,17 +276,12 @@ func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.Prer
 	if err != nil {
 		return render.Request{}, fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
 	}
-	release := strings.ToLower(tmpl)
-	if !naming.IsDNSLabel(release) {
-		release = naming.LabelValue("prereq-" + tmpl)
-	}
-	release = naming.BoundedTo(release, 53)
-	return render.Request{ReleaseName: release, Namespace: clusterNamespace, Input: map[string]any{
+	return render.Request{ReleaseName: target.Release, Namespace: clusterNamespace, Input: map[string]any{
 		"cluster":          map[string]any{"name": clusterName, "namespace": clusterNamespace},
-		"serviceSetName":   PrerequisiteServiceSetName(clusterName, tmpl),
+		"serviceSetName":   target.ServiceSet,
 		"template":         tmpl,
-		"releaseName":      release,
-		"releaseNamespace": namespace,
+		"releaseName":      target.Release,
+		"releaseNamespace": target.Namespace,
 		"values":           valuesJSON,
 		"helm":             map[string]any{"wait": true, "timeout": PrerequisiteTimeout(class).String()},
 		"provider":         map[string]any{"name": k0rdentv1beta1.DefaultStateManagementProviderName},
