@@ -241,6 +241,7 @@ func TestArgsFollowValues(t *testing.T) {
 			if tt.check != nil {
 				tt.check(g, d)
 			}
+			expectManagerAccepts(t, g, args)
 		})
 	}
 }

@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	if managerBinary != "" {
+		_ = os.RemoveAll(filepath.Dir(managerBinary))
+	}
 	if err := env.Stop(); err != nil {
 		fmt.Fprintf(os.Stderr, "stopping test environment: %v\n", err)
 	}

@@ -1,0 +1,59 @@
+package chart
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+
+	"github.com/apiaryhq/apiary/internal/testenv"
+)
+
+var (
+	managerBinary    string
+	managerBinaryErr error
+	buildOnce        sync.Once
+)
+
+// builtManager builds the apiary binary once for the package's tests.
+func builtManager(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "apiary-chart-test-") // removed by TestMain
+		if err != nil {
+			managerBinaryErr = err
+			return
+		}
+		managerBinary = filepath.Join(dir, "apiary")
+		cmd := exec.Command("go", "build", "-o", managerBinary, ".")
+		cmd.Dir = testenv.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			managerBinaryErr = errors.New(string(out))
+		}
+	})
+	if managerBinaryErr != nil {
+		t.Fatalf("building the manager: %v", managerBinaryErr)
+	}
+	return managerBinary
+}
+
+// expectManagerAccepts runs the real binary with the chart's args and a
+// kubeconfig that does not exist: flags it does not know (or registers
+// twice) end it with exit code 2 before it looks for the kubeconfig.
+func expectManagerAccepts(t *testing.T, g Gomega, args []string) {
+	t.Helper()
+	cmd := exec.Command(builtManager(t), append(args, "--kubeconfig=/nonexistent/kubeconfig")...)
+	cmd.Env = []string{"KUBECONFIG=/nonexistent/kubeconfig", "HOME=/nonexistent"}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	var exit *exec.ExitError
+	g.Expect(errors.As(err, &exit)).To(BeTrue(), "the manager must stop without a cluster: %v", err)
+	g.Expect(exit.ExitCode()).To(Equal(1), "the manager refused the chart's args %v:\n%s", args, stderr.String())
+	g.Expect(stderr.String()).To(ContainSubstring("loading kubeconfig"), "the args parsed, then the kubeconfig was looked for")
+}
