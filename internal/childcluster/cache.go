@@ -20,11 +20,12 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // ClusterCache is a running informer cache of one child cluster, holding its
-// Nodes (and Pods when an owner asked for them) trimmed by TrimNode and
-// TrimPod. Reads make no API request. It is shared: get it from Watch, and do
+// Nodes, and its Pods and Gateways when an owner asked for them, trimmed by
+// TrimNode, TrimPod and TrimGateway. Reads make no API request. It is shared: get it from Watch, and do
 // not keep it past Release; once stopped, reads return ErrCacheStopped.
 type ClusterCache struct {
 	cluster types.NamespacedName
@@ -39,11 +40,12 @@ type ClusterCache struct {
 	startErr error // set before ready is closed
 	live     atomic.Bool
 
-	mu      sync.Mutex
-	stopped bool
-	cache   cache.Cache
-	nodes   cache.Informer
-	pods    cache.Informer
+	mu       sync.Mutex
+	stopped  bool
+	cache    cache.Cache
+	nodes    cache.Informer
+	pods     cache.Informer
+	gateways cache.Informer
 
 	errMu sync.Mutex
 	errs  map[Kind]error
@@ -146,11 +148,17 @@ func (c *ClusterCache) start(cfg *rest.Config) {
 }
 
 func (c *ClusterCache) startNodes(cfg *rest.Config) error {
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
+	// The mapper is static: the kinds are known, and a Gateway API that is
+	// not installed shows as a failing list (see Gateway), not as a
+	// discovery error.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion, gatewayv1.SchemeGroupVersion})
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	// (Its plural is not the one the default mapper would guess.)
+	mapper.AddSpecific(gatewayv1.SchemeGroupVersion.WithKind("Gateway"), gatewayv1.SchemeGroupVersion.WithResource("gateways"),
+		gatewayv1.SchemeGroupVersion.WithResource("gateway"), meta.RESTScopeNamespace)
 	ca, err := cache.New(cfg, cache.Options{
-		Scheme:                      c.m.opts.Scheme,
+		Scheme:                      cacheScheme,
 		Mapper:                      mapper,
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            trim,
@@ -264,10 +272,14 @@ func (c *ClusterCache) wait() {
 }
 
 // setErr records (or clears, with nil) the error of kind's informer and
-// announces reachability changes of a synced cache.
+// announces reachability changes of a synced cache, read from its Nodes and
+// Pods. A Gateway informer's errors (e.g. the Gateway API not installed)
+// say nothing about reachability: their start and end are announced to
+// Gateway subscribers.
 func (c *ClusterCache) setErr(kind Kind, err error) {
 	c.errMu.Lock()
-	before := len(c.errs) > 0
+	reachErr := func() bool { return c.errs[NodeKind] != nil || c.errs[PodKind] != nil }
+	before, had := reachErr(), c.errs[kind] != nil
 	if err == nil {
 		delete(c.errs, kind)
 	} else {
@@ -275,9 +287,18 @@ func (c *ClusterCache) setErr(kind Kind, err error) {
 		close(c.errCh)
 		c.errCh = make(chan struct{})
 	}
-	after := len(c.errs) > 0
+	after, has := reachErr(), c.errs[kind] != nil
 	c.errMu.Unlock()
-	if before == after || !c.live.Load() || c.ctx.Err() != nil {
+	if !c.live.Load() || c.ctx.Err() != nil {
+		return
+	}
+	if kind == GatewayKind {
+		if had != has {
+			c.m.notify(c.cluster, GatewayKind)
+		}
+		return
+	}
+	if before == after {
 		return
 	}
 	if after {
@@ -292,7 +313,8 @@ func (c *ClusterCache) setErr(kind Kind, err error) {
 // unless inf was stopped since.
 func (c *ClusterCache) observe(inf any, kind Kind, err error, isWatch bool) {
 	c.mu.Lock()
-	current := (kind == NodeKind && any(c.nodes) == inf) || (kind == PodKind && any(c.pods) == inf)
+	current := (kind == NodeKind && any(c.nodes) == inf) || (kind == PodKind && any(c.pods) == inf) ||
+		(kind == GatewayKind && any(c.gateways) == inf)
 	c.mu.Unlock()
 	switch {
 	case !current || c.ctx.Err() != nil:
@@ -331,8 +353,11 @@ func (c *ClusterCache) handler(kind Kind) toolscache.ResourceEventHandler {
 // newInformer creates informers whose requests are observed for errors.
 func (c *ClusterCache) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 	kind := NodeKind
-	if _, ok := obj.(*corev1.Pod); ok {
+	switch obj.(type) {
+	case *corev1.Pod:
 		kind = PodKind
+	case *gatewayv1.Gateway:
+		kind = GatewayKind
 	}
 	olw := &observedLW{lw: toolscache.ToListerWatcherWithContext(lw), c: c, kind: kind}
 	inf := toolscache.NewSharedIndexInformer(olw, obj, resync, idx)
@@ -379,6 +404,8 @@ func trim(obj any) (any, error) {
 		return TrimNode(o), nil
 	case *corev1.Pod:
 		return TrimPod(o), nil
+	case *gatewayv1.Gateway:
+		return TrimGateway(o), nil
 	}
 	return obj, nil
 }

@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // TrimNode returns the parts of a Node that GPU inventory and the GPU gate
@@ -80,6 +81,14 @@ func changed(oldObj, newObj any) bool {
 		return !equality.Semantic.DeepEqual(&a, &b)
 	case *corev1.Pod:
 		n, ok := newObj.(*corev1.Pod)
+		if !ok {
+			return true
+		}
+		a, b := *o, *n
+		a.ResourceVersion, b.ResourceVersion = "", ""
+		return !equality.Semantic.DeepEqual(&a, &b)
+	case *gatewayv1.Gateway:
+		n, ok := newObj.(*gatewayv1.Gateway)
 		if !ok {
 			return true
 		}
