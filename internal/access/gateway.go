@@ -64,15 +64,7 @@ type Tenant struct {
 // pool from its TCP listeners. Problems wrap ErrInfraNotReady.
 func ReadGateway(gw *gatewayv1.Gateway) (Tenant, error) {
 	name := gw.Namespace + "/" + gw.Name
-	c := findCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
-	if c == nil || c.Status != metav1.ConditionTrue {
-		why := "it has no Programmed condition yet"
-		if c != nil {
-			why = fmt.Sprintf("Programmed is %s", c.Status)
-			if c.Message != "" {
-				why += ": " + c.Message
-			}
-		}
+	if why := NotProgrammed(gw); why != "" {
 		return Tenant{}, fmt.Errorf("%w: Gateway %s is not programmed: %s", ErrInfraNotReady, name, why)
 	}
 	t := Tenant{Pool: Pool(gw.Spec.Listeners)}
@@ -92,6 +84,21 @@ func ReadGateway(gw *gatewayv1.Gateway) (Tenant, error) {
 	}
 	return Tenant{}, fmt.Errorf("%w: Gateway %s has no HTTPS or HTTP listener with a wildcard host name (*.<tenant domain>) to take the tenant domain from",
 		ErrInfraNotReady, name)
+}
+
+// NotProgrammed says why a Gateway is not Programmed=True (a tenant Gateway
+// or a waypoint); empty when it is.
+func NotProgrammed(gw *gatewayv1.Gateway) string {
+	c := findCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+	switch {
+	case c == nil:
+		return "it has no Programmed condition yet"
+	case c.Status == metav1.ConditionTrue:
+		return ""
+	case c.Message != "":
+		return fmt.Sprintf("Programmed is %s: %s", c.Status, c.Message)
+	}
+	return fmt.Sprintf("Programmed is %s", c.Status)
 }
 
 // wildcardDomain returns d for a host name "*.d" where d is a DNS subdomain.
