@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -140,7 +139,7 @@ func (r *WorkspaceDeploymentReconciler) regional(ctx context.Context, obj *works
 		return nil, block
 	}
 	if v.tenant, err = access.ReadGateway(gw); err != nil {
-		return nil, watched(infraNotReady("regional cluster %s: %s", key, errors.Unwrap(err)))
+		return nil, watched(infraNotReady("regional cluster %s: %s", key, err))
 	}
 	// Route kinds are looked up only when the class needs them: a kind the
 	// cluster does not serve costs a discovery request at each look.
