@@ -83,6 +83,9 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 			message: fmt.Sprintf("rendering the routes: %s", err), requeue: routeInfraResync}), nil
 	}
 	applied, block := r.deliverRoutes(ctx, obj, v, objs, digest)
+	if block == nil && (applied || !conditions.IsTrue(obj, workspacesv1.RoutesReadyCondition)) {
+		block = r.markServicesGlobal(ctx, w, routes)
+	}
 	if block == nil {
 		if wait := r.routesAwaitFlux(ctx, obj, v, digest); wait != "" {
 			return r.routesAwaiting(obj, routes, wait), nil

@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -18,6 +22,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/mesh"
 )
 
 // cachedGateway reads a Gateway from a cluster's cache. What an
@@ -78,6 +83,47 @@ func (r *WorkspaceDeploymentReconciler) waypoints(ctx context.Context, w *worksp
 	}
 	if len(missing) > 0 {
 		return watched(infraNotReady("%s", strings.Join(missing, "; ")))
+	}
+	return nil
+}
+
+// markServicesGlobal labels the child's Services of the workspace's routes
+// istio.io/global=true, as their mirrors on the regional cluster are: Istio
+// joins a mirror to its child Service across clusters only when both carry
+// it. A Service the release does not have (yet) is left for a later pass,
+// as the exalsius operator does. Only the label is patched, once.
+func (r *WorkspaceDeploymentReconciler) markServicesGlobal(ctx context.Context, w *workspaceRun, routes []access.Route) *routeBlock {
+	c, err := r.Children.Client(ctx, w.cdKey)
+	if err != nil {
+		return routingError("reaching child cluster %s to mark its Services global: %s", w.cdKey, err)
+	}
+	ns := childNamespace(w.obj.Name)
+	done := map[string]bool{}
+	for _, rt := range routes {
+		if !rt.Routable() || done[rt.ServiceName] {
+			continue
+		}
+		done[rt.ServiceName] = true
+		svc := &metav1.PartialObjectMetadata{}
+		svc.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Service"))
+		switch err := c.Get(ctx, types.NamespacedName{Namespace: ns, Name: rt.ServiceName}, svc); {
+		case apierrors.IsNotFound(err):
+			log.FromContext(ctx).V(1).Info("the child has no Service of the route yet", "service", ns+"/"+rt.ServiceName)
+			continue
+		case err != nil:
+			return routingError("reading Service %s/%s on child cluster %s: %s", ns, rt.ServiceName, w.cdKey, err)
+		case svc.Labels[mesh.GlobalLabel] == "true":
+			continue
+		}
+		patch := client.MergeFrom(svc.DeepCopy())
+		svc.Labels = maps.Clone(svc.Labels)
+		if svc.Labels == nil {
+			svc.Labels = map[string]string{}
+		}
+		svc.Labels[mesh.GlobalLabel] = "true"
+		if err := c.Patch(ctx, svc, patch); client.IgnoreNotFound(err) != nil {
+			return routingError("labelling Service %s/%s on child cluster %s %s=true: %s", ns, rt.ServiceName, w.cdKey, mesh.GlobalLabel, err)
+		}
 	}
 	return nil
 }
