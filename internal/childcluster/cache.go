@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -187,25 +189,10 @@ func (c *ClusterCache) startNodes(cfg *rest.Config) error {
 
 // ensurePods starts the Pod informer unless it runs and waits for it to sync.
 func (c *ClusterCache) ensurePods(ctx context.Context) error {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	inf, err := c.startInformer(&corev1.Pod{}, PodKind, &c.pods)
+	if err != nil {
+		return err
 	}
-	inf := c.pods
-	if inf == nil {
-		var err error
-		inf, err = c.cache.GetInformer(c.ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
-		if err == nil {
-			_, err = inf.AddEventHandler(c.handler(PodKind))
-		}
-		if err != nil {
-			c.mu.Unlock()
-			return clusterErr(c.cluster, "creating pod informer", err)
-		}
-		c.pods = inf
-	}
-	c.mu.Unlock()
 	if err := c.waitSynced(ctx, inf, PodKind); err != nil {
 		c.stopPods(inf)
 		return err
@@ -215,16 +202,44 @@ func (c *ClusterCache) ensurePods(ctx context.Context) error {
 
 // stopPods stops the Pod informer if it is inf (any, when inf is nil).
 func (c *ClusterCache) stopPods(inf cache.Informer) {
+	c.stopInformer(&corev1.Pod{}, PodKind, &c.pods, inf)
+}
+
+// startInformer returns the informer of obj's kind held in slot, creating
+// (and starting) it with the notifying handler when there is none.
+func (c *ClusterCache) startInformer(obj client.Object, kind Kind, slot *cache.Informer) (cache.Informer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pods == nil || (inf != nil && c.pods != inf) {
+	if c.stopped {
+		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	}
+	if *slot != nil {
+		return *slot, nil
+	}
+	inf, err := c.cache.GetInformer(c.ctx, obj, cache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(c.handler(kind))
+	}
+	if err != nil {
+		return nil, clusterErr(c.cluster, "creating "+strings.ToLower(string(kind))+" informer", err)
+	}
+	*slot = inf
+	return inf, nil
+}
+
+// stopInformer stops the informer in slot if it is inf (any, when inf is
+// nil), and forgets its error.
+func (c *ClusterCache) stopInformer(obj client.Object, kind Kind, slot *cache.Informer, inf cache.Informer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *slot == nil || (inf != nil && *slot != inf) {
 		return
 	}
 	if !c.stopped {
-		_ = c.cache.RemoveInformer(c.ctx, &corev1.Pod{})
+		_ = c.cache.RemoveInformer(c.ctx, obj)
 	}
-	c.pods = nil
-	c.setErr(PodKind, nil)
+	*slot = nil
+	c.setErr(kind, nil)
 }
 
 // waitSynced waits until inf has synced, an error is recorded for kind,

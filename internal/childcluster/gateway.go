@@ -2,6 +2,7 @@ package childcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
@@ -61,43 +61,19 @@ func (c *ClusterCache) Gateway(ctx context.Context, key types.NamespacedName) (*
 // not returned: it stays recorded for Gateway to report, while the
 // informer keeps listing, so that a Gateway API installed later is seen.
 func (c *ClusterCache) ensureGateways(ctx context.Context) {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
+	inf, err := c.startInformer(&gatewayv1.Gateway{}, GatewayKind, &c.gateways)
+	if err != nil {
+		if !errors.Is(err, ErrCacheStopped) {
+			c.setErr(GatewayKind, err)
+		}
 		return
 	}
-	inf := c.gateways
-	if inf == nil {
-		var err error
-		inf, err = c.cache.GetInformer(c.ctx, &gatewayv1.Gateway{}, cache.BlockUntilSynced(false))
-		if err == nil {
-			_, err = inf.AddEventHandler(c.handler(GatewayKind))
-		}
-		if err != nil {
-			c.mu.Unlock()
-			c.setErr(GatewayKind, err)
-			return
-		}
-		c.gateways = inf
-	}
-	c.mu.Unlock()
 	_ = c.waitSynced(ctx, inf, GatewayKind)
 }
 
 // stopGateways stops the Gateway informer.
 func (c *ClusterCache) stopGateways() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.gateways == nil {
-		return
-	}
-	if !c.stopped {
-		_ = c.cache.RemoveInformer(c.ctx, &gatewayv1.Gateway{})
-	}
-	c.gateways = nil
-	c.errMu.Lock()
-	delete(c.errs, GatewayKind)
-	c.errMu.Unlock()
+	c.stopInformer(&gatewayv1.Gateway{}, GatewayKind, &c.gateways, nil)
 }
 
 // TrimGateway returns the parts of a Gateway that workspace routes read:
