@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -20,6 +19,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
@@ -120,14 +120,8 @@ func (tn *tenant) workspace(t *testing.T, name string) client.ObjectKey {
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatalf("creating workspace: %v", err)
 	}
-	key := client.ObjectKeyFromObject(w)
-	t.Cleanup(func() {
-		_ = env.Client.Delete(ctx, w)
-		NewWithT(t).Eventually(func() bool {
-			return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
-		}, timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", key)
-	})
-	return key
+	t.Cleanup(func() { managertest.DeleteAndWait(t, env.Client, w) })
+	return client.ObjectKeyFromObject(w)
 }
 
 func get(g Gomega, key client.ObjectKey) *workspacesv1.WorkspaceDeployment {
@@ -197,24 +191,26 @@ func waypoint(t *testing.T, c client.Client, key types.NamespacedName, programme
 // setProgrammed sets a Gateway's Programmed condition, as its controller would.
 func setProgrammed(t *testing.T, c client.Client, key types.NamespacedName, status metav1.ConditionStatus) {
 	t.Helper()
-	ctx := context.Background()
-	NewWithT(t).Eventually(func() error {
-		gw := &gatewayv1.Gateway{}
-		if err := c.Get(ctx, key, gw); err != nil {
-			return err
-		}
-		reason := "Programmed"
-		if status != metav1.ConditionTrue {
-			reason = "Invalid"
-		}
+	reason := "Programmed"
+	if status != metav1.ConditionTrue {
+		reason = "Invalid"
+	}
+	updateGateway(t, c, key, func(gw *gatewayv1.Gateway) {
 		gw.Status.Conditions = []metav1.Condition{{Type: "Programmed", Status: status, Reason: reason,
 			Message: "set by the test", LastTransitionTime: metav1.Now(), ObservedGeneration: gw.Generation}}
-		return c.Status().Update(ctx, gw)
-	}, timeout, 100*time.Millisecond).Should(Succeed())
+	}, func(ctx context.Context, gw *gatewayv1.Gateway) error { return c.Status().Update(ctx, gw) })
 }
 
 // editGateway changes a Gateway's spec.
 func editGateway(t *testing.T, c client.Client, key types.NamespacedName, edit func(*gatewayv1.Gateway)) {
+	t.Helper()
+	updateGateway(t, c, key, edit, func(ctx context.Context, gw *gatewayv1.Gateway) error { return c.Update(ctx, gw) })
+}
+
+// updateGateway reads a Gateway, changes it and writes it, until no
+// conflict stands in the way.
+func updateGateway(t *testing.T, c client.Client, key types.NamespacedName, change func(*gatewayv1.Gateway),
+	write func(context.Context, *gatewayv1.Gateway) error) {
 	t.Helper()
 	ctx := context.Background()
 	NewWithT(t).Eventually(func() error {
@@ -222,8 +218,8 @@ func editGateway(t *testing.T, c client.Client, key types.NamespacedName, edit f
 		if err := c.Get(ctx, key, gw); err != nil {
 			return err
 		}
-		edit(gw)
-		return c.Update(ctx, gw)
+		change(gw)
+		return write(ctx, gw)
 	}, timeout, 100*time.Millisecond).Should(Succeed())
 }
 

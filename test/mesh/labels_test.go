@@ -73,7 +73,7 @@ func TestNamespaceLabelsFollowTheMeshMode(t *testing.T) {
 		{"ambient", true, map[string]string{"istio.io/dataplane-mode": "ambient", "istio.io/use-waypoint": "c1-waypoint",
 			"istio.io/use-waypoint-namespace": tn.waypoints, "istio.io/ingress-use-waypoint": "true"}},
 	} {
-		p.restart(tn.flags(step.mode, step.waypoints))
+		p.RestartWith(tn.flags(step.mode, step.waypoints).options())
 		g.Eventually(func(g Gomega) {
 			labels := childNamespaceLabels(g, key.Name)
 			for _, k := range mesh {

@@ -11,7 +11,6 @@ package mesh_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -22,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -29,9 +29,8 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
-
-	"k8s.io/client-go/rest"
 )
 
 const timeout = 60 * time.Second
@@ -94,7 +93,7 @@ func run(m *testing.M) int {
 	}
 	defer childProxy.srv.Close()
 
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
+	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
@@ -110,13 +109,6 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
-}
-
 // flags are the mesh and access flags of one manager.
 type flags struct {
 	mode              string
@@ -125,69 +117,28 @@ type flags struct {
 	gateway           client.ObjectKey
 }
 
-// proc is the Apiary manager of one test: started by apiary, stopped when
-// the test ends (after the test's workspaces are gone), restartable with
-// other flags.
-type proc struct {
-	t     *testing.T
-	flags flags
-	stop  func()
-}
-
-func apiary(t *testing.T, f flags) *proc {
-	t.Helper()
-	p := &proc{t: t, flags: f}
-	p.start()
-	t.Cleanup(func() { p.stop() })
-	return p
-}
-
-// restart stops the manager and starts one with other flags.
-func (p *proc) restart(f flags) {
-	p.stop()
-	p.flags = f
-	p.start()
-}
-
-func (p *proc) start() {
+// options are the manager's options with flags; its requests to the
+// management cluster are counted.
+func (f flags) options() manager.Options {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countRequests(rt, &mgmtRequests) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:                   cfg,
-			MetricsBindAddress:           "0",
-			HealthProbeBindAddress:       "0",
-			Concurrency:                  manager.DefaultConcurrency,
-			CRDCheckInterval:             time.Second,
-			InventoryInterval:            time.Hour,
-			NoCrossNamespaceRefs:         true,
-			WorkspaceGatewayName:         p.flags.gateway.Name,
-			WorkspaceGatewayNamespace:    p.flags.gateway.Namespace,
-			WorkspaceMeshMode:            p.flags.mode,
-			WorkspaceWaypointEnabled:     p.flags.waypoints,
-			WorkspaceWaypointNamespace:   p.flags.waypointNamespace,
-			SkipControllerNameValidation: true,
-			Logger:                       ctrl.Log.WithName("apiary"),
-		})
-	}()
-	stopped := false
-	p.stop = func() {
-		if stopped {
-			return
-		}
-		stopped = true
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				p.t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			p.t.Error("manager did not stop within 30s")
-		}
+	return manager.Options{
+		RestConfig:                 cfg,
+		InventoryInterval:          time.Hour,
+		NoCrossNamespaceRefs:       true,
+		WorkspaceGatewayName:       f.gateway.Name,
+		WorkspaceGatewayNamespace:  f.gateway.Namespace,
+		WorkspaceMeshMode:          f.mode,
+		WorkspaceWaypointEnabled:   f.waypoints,
+		WorkspaceWaypointNamespace: f.waypointNamespace,
 	}
+}
+
+// apiary starts the manager of one test, stopped when the test ends (after
+// the test's workspaces are gone); RestartWith restarts it with other flags.
+func apiary(t *testing.T, f flags) *managertest.Manager {
+	t.Helper()
+	return managertest.Start(t, f.options())
 }
 
 // counter is a TLS reverse proxy in front of a control plane that counts
