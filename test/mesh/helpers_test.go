@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
@@ -54,15 +53,7 @@ func newTenant(t *testing.T, prefix string, endpoints ...workspacesv1.AccessEndp
 			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
 		}
 	}
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "tpl", true),
-		standin.NewCredential(ns, "cred", true),
-		standin.NewServiceTemplate(ns, "tmpl", true, nil),
-	} {
-		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-	}
+	managertest.Templates(t, env.Client, ns)
 	cluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: ns, access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	cluster(t, ns, "c1", map[string]string{access.RegionalClusterNameLabel: ns}, nil)
@@ -93,18 +84,9 @@ func (tn *tenant) flags(mode string, waypoints bool) flags {
 // cluster creates a ClusterDeployment the stand-in makes ready.
 func cluster(t *testing.T, ns, name string, labels, annotations map[string]string) {
 	t.Helper()
-	ctx := context.Background()
 	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
 	cd.Labels, cd.Annotations = labels, annotations
-	if err := env.Client.Create(ctx, cd); err != nil {
-		t.Fatalf("creating ClusterDeployment: %v", err)
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &k0rdentv1beta1.ClusterDeployment{}
-		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
-		g.Expect(conditionOf(got.Status.Conditions, k0rdentv1beta1.ReadyCondition)).To(HaveField("Status", metav1.ConditionTrue))
-		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: standin.KubeconfigSecretName(name)}, &corev1.Secret{})).To(Succeed())
-	}, timeout, 200*time.Millisecond).Should(Succeed())
+	managertest.CreateReady(t, env.Client, cd)
 }
 
 // workspace creates a workspace of the tenant's class on c1, deleted (and
