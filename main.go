@@ -13,6 +13,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
 	"github.com/apiaryhq/apiary/internal/version"
@@ -70,6 +71,19 @@ func main() {
 		"The tenant Gateway on regional clusters that workspace access routes attach to.")
 	flag.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",
 		"The namespace of the tenant Gateway on regional clusters.")
+	opts.WorkspaceMeshMode = string(mesh.Ambient)
+	flag.Func("workspace-mesh-mode", "How workspace namespaces join the Istio mesh: ambient (default; istio.io/dataplane-mode=ambient), "+
+		"sidecar (istio-injection=enabled) or none (no label).",
+		func(v string) error {
+			_, err := mesh.ParseMode(v)
+			opts.WorkspaceMeshMode = v
+			return err
+		})
+	flag.BoolVar(&opts.WorkspaceWaypointEnabled, "workspace-waypoint-enabled", true,
+		"In ambient mode, route each child cluster's workspaces through its waypoint Gateway <cluster>-waypoint, "+
+			"which must exist and be programmed on the regional and the child cluster.")
+	flag.StringVar(&opts.WorkspaceWaypointNamespace, "workspace-waypoint-namespace", mesh.DefaultWaypointNamespace,
+		"The namespace of the <cluster>-waypoint Gateways on regional and child clusters.")
 	var git gitFlags
 	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}

@@ -18,6 +18,7 @@ import (
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 )
 
@@ -53,7 +54,7 @@ func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconci
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.coloniesForConfigMap)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
-		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.colonyForCluster)))
+		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.colonyForCluster), childcluster.NodeKind))
 	}
 	if g := asGit(r.Sink); g != nil {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe("Colony"), &handler.EnqueueRequestForObject{})).

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
@@ -22,6 +23,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
@@ -62,6 +64,10 @@ type WorkspaceDeploymentReconciler struct {
 	// RouteSinks deliver access routes to regional clusters; direct
 	// server-side apply through Children when nil.
 	RouteSinks RouteSinks
+	// Mesh says how workspace namespaces join the tenant's Istio mesh, and
+	// whether routes need the per-child waypoints; ambient without
+	// waypoints when zero.
+	Mesh mesh.Config
 	// Ledger charges workspaces to TenantQuotas; quotas are not enforced when nil.
 	Ledger *quota.Ledger
 	// Policy orders the workspaces that wait for GPUs; StrictFIFO when empty.
@@ -76,6 +82,10 @@ type WorkspaceDeploymentReconciler struct {
 	rendered renderCache
 	ports    *access.Ledger
 	sweeper  *routeSweeper
+	// enrolled remembers the labels last given to each workspace's child
+	// namespace (by UID), so that a namespace is read again only when they
+	// change: at start, and when the mesh configuration changed.
+	enrolled sync.Map
 }
 
 // WorkspaceDeploymentReconcilerOptions configure the WorkspaceDeployment controller.
@@ -146,10 +156,18 @@ func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *work
 	for _, step := range steps {
 		res, err := step(ctx, w)
 		if err != nil || res.stop {
-			return ctrl.Result{RequeueAfter: res.requeueAfter}, err
+			return ctrl.Result{RequeueAfter: sooner(res.requeueAfter, w.retry)}, err
 		}
 	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{RequeueAfter: w.retry}, nil
+}
+
+// sooner is the earlier of two requeue delays, zero meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
 }
 
 // workspaceRun carries what the steps of one reconciliation found.
@@ -163,6 +181,9 @@ type workspaceRun struct {
 	demand   int64
 	// persist writes the status now, ahead of the reconciliation's end.
 	persist func(context.Context) error
+	// retry asks for another reconciliation after it, for work a step
+	// could not finish without holding the others up.
+	retry time.Duration
 }
 
 // stepResult ends the reconciliation when stop is set.
@@ -221,8 +242,10 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	cdKey := clusterKey(obj)
 	r.gate.forget(cdKey, obj.UID)
 	r.rendered.forget(client.ObjectKeyFromObject(obj))
+	r.enrolled.Delete(obj.UID)
 	if r.Children != nil {
 		r.Children.Release(cdKey, workspaceWatchOwner(obj))
+		r.Children.ReleaseElsewhere(routesWatchOwner(obj))
 	}
 	obj.Status.Message = "deleting the workspace's namespace on the child cluster"
 	if err := r.deleteChildNamespace(ctx, obj, cdKey); err != nil {
@@ -258,6 +281,12 @@ func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
 	return "workspace/" + obj.Namespace + "/" + obj.Name
+}
+
+// routesWatchOwner owns the Gateway watches of a workspace's routes, on its
+// regional cluster and, with waypoints, on its child.
+func routesWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
+	return "routes/" + obj.Namespace + "/" + obj.Name
 }
 
 // clusterKey is the ClusterDeployment a workspace targets; the namespace

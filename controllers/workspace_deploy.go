@@ -3,6 +3,9 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -11,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -41,7 +46,8 @@ func releaseName(obj *workspacesv1.WorkspaceDeployment) string {
 func childNamespace(workspace string) string { return plan.ChildNamespace(workspace) }
 
 // deploy renders the workspace's objects and hands them to the sink. The
-// child namespace is prepared first, whenever the rendered objects change.
+// child namespace is prepared first, whenever the rendered objects change,
+// and relabelled when its mesh labels do (e.g. a new --workspace-mesh-mode).
 func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
 	desired, res, err := r.desired(ctx, w)
@@ -55,8 +61,8 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 	}
 	d := obj.Status.Delivery
 	changed := d.Digest != desired.digest
-	if changed {
-		if res, err := r.ensureChildNamespace(ctx, w); err != nil || res.stop {
+	if changed || !r.isEnrolled(w) {
+		if res, err := r.ensureChildNamespace(ctx, w, !changed); err != nil || res.stop {
 			return res, err
 		}
 	}
@@ -177,31 +183,46 @@ func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *w
 }
 
 // ensureChildNamespace prepares ws-<name> on the child before the release
-// lands in it. A namespace that belongs to another workspace is refused;
-// one that is still terminating is waited for.
-func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun) (stepResult, error) {
+// lands in it, with the workspace's labels and the mesh's enrolment labels,
+// and brings the labels of an existing one up to date (mesh labels of
+// another mode or of waypoints turned off are removed; other labels are
+// left alone). A namespace that belongs to another workspace is refused;
+// one that is still terminating is waited for. With refresh (the release
+// is delivered already, only the labels changed), the child being out of
+// reach does not hold the workspace up: it is tried again later.
+func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun, refresh bool) (stepResult, error) {
 	obj := w.obj
+	name := childNamespace(obj.Name)
+	later := func(d time.Duration, format string, args ...any) (stepResult, error) {
+		if refresh {
+			log.FromContext(ctx).V(1).Info("relabelling the workspace's namespace later", "namespace", name, "reason", fmt.Sprintf(format, args...))
+			w.retry = sooner(w.retry, d)
+			return proceed, nil
+		}
+		pending(obj, format, args...)
+		return stopWith(d), nil
+	}
 	c, err := r.Children.Client(ctx, w.cdKey)
 	if err != nil {
-		pending(obj, "waiting for access to the child cluster: %s", err)
-		return stopWith(30 * time.Second), nil
+		return later(30*time.Second, "waiting for access to the child cluster: %s", err)
 	}
-	name := childNamespace(obj.Name)
+	want := r.childNamespaceLabels(w)
 	ns := &corev1.Namespace{}
 	err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: namespaceLabels(obj)}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}}
+		switch err := c.Create(ctx, ns); {
+		case err == nil:
+			r.enrolled.Store(obj.UID, labelsDigest(want))
+		case !apierrors.IsAlreadyExists(err):
 			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
 		}
 		return proceed, nil
 	case err != nil:
-		pending(obj, "waiting for access to the child cluster: %s", err)
-		return stopWith(30 * time.Second), nil
+		return later(30*time.Second, "waiting for access to the child cluster: %s", err)
 	case !ns.DeletionTimestamp.IsZero():
-		pending(obj, "Waiting for workspace namespace %q on the child cluster to finish terminating", name)
-		return stopWith(5 * time.Second), nil
+		return later(5*time.Second, "Waiting for workspace namespace %q on the child cluster to finish terminating", name)
 	}
 	owner, labelled := ns.Labels[WorkspaceOwnerNamespaceLabel]
 	switch {
@@ -215,17 +236,48 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.NamespaceConflictReason, "%s", msg)
 		r.fail(ctx, obj, workspacesv1.NamespaceConflictReason, msg)
 		return stopWith(0), nil
-	case !labelled:
-		// Created by the exalsius operator for this workspace: adopt it.
+	}
+	// A namespace the exalsius operator created for this workspace is
+	// adopted: it gets Apiary's labels too.
+	if labels, changed := mesh.Relabel(ns.Labels, want); changed {
 		patch := client.MergeFrom(ns.DeepCopy())
-		for k, v := range namespaceLabels(obj) {
-			ns.Labels[k] = v
-		}
+		ns.Labels = labels
 		if err := c.Patch(ctx, ns, patch); err != nil {
+			if refresh {
+				return later(30*time.Second, "labelling namespace %s on %s: %s", name, w.cdKey, err)
+			}
 			return stopWith(0), fmt.Errorf("labelling namespace %s on %s: %w", name, w.cdKey, err)
 		}
 	}
+	r.enrolled.Store(obj.UID, labelsDigest(want))
 	return proceed, nil
+}
+
+// childNamespaceLabels are the labels of the workspace's namespace on its
+// child: the workspace's, and the mesh's for its cluster.
+func (r *WorkspaceDeploymentReconciler) childNamespaceLabels(w *workspaceRun) map[string]string {
+	labels := namespaceLabels(w.obj)
+	for k, v := range r.Mesh.ChildLabels(w.cdKey.Name) {
+		labels[k] = v
+	}
+	return labels
+}
+
+// isEnrolled reports whether the workspace's child namespace was given its
+// current labels by this manager.
+func (r *WorkspaceDeploymentReconciler) isEnrolled(w *workspaceRun) bool {
+	v, ok := r.enrolled.Load(w.obj.UID)
+	return ok && v.(string) == labelsDigest(r.childNamespaceLabels(w))
+}
+
+// labelsDigest identifies a set of labels.
+func labelsDigest(labels map[string]string) string {
+	keys := slices.Sorted(maps.Keys(labels))
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString(k + "=" + labels[k] + "\n")
+	}
+	return b.String()
 }
 
 func namespaceLabels(obj *workspacesv1.WorkspaceDeployment) map[string]string {

@@ -38,8 +38,9 @@ const (
 
 // SetupWithManager registers the WorkspaceDeployment controller. It reacts
 // to watches: workspaces, their classes and clusters, ServiceSets, values
-// Secrets and ConfigMaps, and the nodes and pods of child clusters while a
-// workspace waits for GPUs.
+// Secrets and ConfigMaps, the nodes and pods of child clusters while a
+// workspace waits for GPUs, and the Gateways of regional and child clusters
+// that routed workspaces read.
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
 	r.installs = &prerequisite.Writes{}
@@ -47,6 +48,9 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		r.Policy = admission.StrictFIFO
 	}
 	if err := r.Policy.Validate(); err != nil {
+		return err
+	}
+	if err := r.Mesh.Validate(); err != nil {
 		return err
 	}
 	if err := r.setupRoutes(mgr); err != nil {
@@ -122,7 +126,10 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
 		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.waitingOnCluster),
-			childcluster.NodeKind, childcluster.PodKind))
+			childcluster.NodeKind, childcluster.PodKind)).
+			// The tenant Gateway and the waypoints, on regional and child
+			// clusters, of the workspaces' routes.
+			WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.routedOnCluster), childcluster.GatewayKind))
 	}
 	if g := asGit(r.Sink); g != nil {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe("WorkspaceDeployment"), &handler.EnqueueRequestForObject{})).

@@ -25,13 +25,18 @@ import (
 // point at, rendered by the workspace-routes bundle and delivered by the
 // regional cluster's route sink. It fills status.access and RoutesReady.
 // Routing never changes the phase: problems are reported on the condition
-// and looked at again later, never returned as errors. A workspace whose
-// routes are ready and unchanged costs one read of the Gateway.
+// and looked at again later, never returned as errors. The tenant Gateway
+// and, with waypoints, the waypoint Gateways are read from watched caches
+// of the regional and child clusters, whose changes wake the workspace: a
+// workspace whose routes are ready and unchanged costs no request.
 func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
 	if r.Children == nil || r.RouteSinks == nil {
 		return proceed, nil // routing is not set up
 	}
+	// The Gateway watches this workspace holds: none but those it uses now.
+	var watching []types.NamespacedName
+	defer func() { r.Children.ReleaseElsewhere(routesWatchOwner(obj), watching...) }()
 	endpoints := w.class.Spec.AccessEndpoints
 	if len(endpoints) == 0 {
 		if _, err := r.dropRoutes(ctx, obj); err != nil {
@@ -52,9 +57,16 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 	if block != nil {
 		return r.routesBlocked(obj, endpoints, block), nil
 	}
-	v, block := r.regional(ctx, key, endpoints)
+	watching = append(watching, key)
+	v, block := r.regional(ctx, obj, key, endpoints)
 	if block != nil {
 		return r.routesBlocked(obj, endpoints, block), nil
+	}
+	if r.Mesh.UsesWaypoints() {
+		watching = append(watching, w.cdKey)
+		if block := r.waypoints(ctx, w, v); block != nil {
+			return r.routesBlocked(obj, endpoints, block), nil
+		}
 	}
 	ports, block := r.assignPorts(ctx, obj, endpoints, v)
 	if block != nil {
@@ -71,6 +83,9 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 			message: fmt.Sprintf("rendering the routes: %s", err), requeue: routeInfraResync}), nil
 	}
 	applied, block := r.deliverRoutes(ctx, obj, v, objs, digest)
+	if block == nil && (applied || !conditions.IsTrue(obj, workspacesv1.RoutesReadyCondition)) {
+		block = r.markServicesGlobal(ctx, w, routes)
+	}
 	if block == nil {
 		if wait := r.routesAwaitFlux(ctx, obj, v, digest); wait != "" {
 			return r.routesAwaiting(obj, routes, wait), nil
@@ -196,7 +211,8 @@ func (r *WorkspaceDeploymentReconciler) renderRoutes(obj *workspacesv1.Workspace
 	}
 	in := access.RoutesInput{
 		Workspace: client.ObjectKeyFromObject(obj), UID: string(obj.UID), Namespace: childNamespace(obj.Name),
-		Gateway: v.gateway, Labels: namespaceLabels(obj), Routes: routes, Operator: r.Settings,
+		Gateway: v.gateway, Labels: namespaceLabels(obj), NamespaceLabels: r.Mesh.MirrorLabels(),
+		Routes: routes, Operator: r.Settings,
 	}
 	if v.tcpVersion != "" {
 		in.TCPRouteAPIVersion = access.GatewayGroup + "/" + v.tcpVersion

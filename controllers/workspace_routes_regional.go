@@ -2,13 +2,11 @@ package controllers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -19,6 +17,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 )
 
@@ -40,10 +39,7 @@ const (
 // routesOwnerKind is the delivery owner kind of a workspace's routes.
 const routesOwnerKind = "WorkspaceRoutes"
 
-var (
-	gatewayGVK   = schema.GroupVersionKind{Group: access.GatewayGroup, Version: "v1", Kind: "Gateway"}
-	httpRouteGVK = schema.GroupVersionKind{Group: access.GatewayGroup, Version: "v1", Kind: "HTTPRoute"}
-)
+var httpRouteGVK = schema.GroupVersionKind{Group: access.GatewayGroup, Version: "v1", Kind: "HTTPRoute"}
 
 func tcpRouteGVK(version string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: access.GatewayGroup, Version: version, Kind: "TCPRoute"}
@@ -82,6 +78,8 @@ func routingError(format string, args ...any) *routeBlock {
 type regionalView struct {
 	cluster types.NamespacedName
 	client  client.Client
+	// cache holds the cluster's Gateways.
+	cache   *childcluster.ClusterCache
 	gateway types.NamespacedName
 	tenant  access.Tenant
 	// tcpVersion is the TCPRoute version served; noHTTP and noTCP say why
@@ -123,31 +121,25 @@ func (r *WorkspaceDeploymentReconciler) regionalCluster(ctx context.Context, cd 
 	return types.NamespacedName{Namespace: cd.Namespace, Name: names[0]}, nil
 }
 
-// regional reaches a regional cluster and reads its tenant Gateway: one
-// request to the regional cluster.
-func (r *WorkspaceDeploymentReconciler) regional(ctx context.Context, key types.NamespacedName,
+// regional reaches a regional cluster and reads its tenant Gateway from the
+// cluster's cache, which the workspace watches from now on.
+func (r *WorkspaceDeploymentReconciler) regional(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, key types.NamespacedName,
 	endpoints []workspacesv1.AccessEndpoint) (*regionalView, *routeBlock) {
 	c, err := r.Children.Client(ctx, key)
 	if err != nil {
 		return nil, infraNotReady("cannot reach regional cluster %s: %s", key, err)
 	}
-	v := &regionalView{cluster: key, client: c, gateway: r.gateway()}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gatewayGVK)
-	switch err := c.Get(ctx, v.gateway, u); {
-	case meta.IsNoMatchError(err):
-		return nil, infraNotReady("the Gateway API is not installed on regional cluster %s", key)
-	case apierrors.IsNotFound(err):
-		return nil, infraNotReady("Gateway %s not found on regional cluster %s", v.gateway, key)
-	case err != nil:
-		return nil, routingError("reading Gateway %s on regional cluster %s: %s", v.gateway, key, err)
+	cc, err := r.Children.Watch(ctx, key, routesWatchOwner(obj), childcluster.WatchOptions{Gateways: true})
+	if err != nil {
+		return nil, infraNotReady("cannot reach regional cluster %s: %s", key, err)
 	}
-	gw := &gatewayv1.Gateway{}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, gw); err != nil {
-		return nil, routingError("reading Gateway %s on regional cluster %s: %s", v.gateway, key, err)
+	v := &regionalView{cluster: key, client: c, cache: cc, gateway: r.gateway()}
+	gw, block := cachedGateway(ctx, cc, v.gateway, "regional cluster "+key.String())
+	if block != nil {
+		return nil, block
 	}
 	if v.tenant, err = access.ReadGateway(gw); err != nil {
-		return nil, infraNotReady("regional cluster %s: %s", key, errors.Unwrap(err))
+		return nil, watched(infraNotReady("regional cluster %s: %s", key, err))
 	}
 	// Route kinds are looked up only when the class needs them: a kind the
 	// cluster does not serve costs a discovery request at each look.

@@ -67,21 +67,9 @@ func (r *WorkspaceDeploymentReconciler) routedViaRegional(ctx context.Context, o
 	if r.goingOrGone(ctx, o) {
 		out = requests(r.listBy(ctx, workspaceRegionalIndex, client.ObjectKeyFromObject(o).String()), nil)
 	}
-	name := o.GetLabels()[access.ClusterNameLabel]
-	if name == "" {
-		return out
-	}
-	children := &k0rdentv1beta1.ClusterDeploymentList{}
-	if err := r.List(ctx, children, client.InNamespace(o.GetNamespace()), client.MatchingLabels{access.RegionalClusterNameLabel: name}); err != nil {
-		return out
-	}
-	for i := range children.Items {
-		out = append(out, requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(&children.Items[i]).String()),
-			func(w *workspacesv1.WorkspaceDeployment) bool {
-				return w.Status.Phase == workspacesv1.PhaseRunning && !conditions.IsTrue(w, workspacesv1.RoutesReadyCondition)
-			})...)
-	}
-	return out
+	return append(out, requests(r.workspacesOfChildren(ctx, o), func(w *workspacesv1.WorkspaceDeployment) bool {
+		return w.Status.Phase == workspacesv1.PhaseRunning && !conditions.IsTrue(w, workspacesv1.RoutesReadyCondition)
+	})...)
 }
 
 // goingOrGone reports whether a ClusterDeployment of an event is being

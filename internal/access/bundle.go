@@ -40,6 +40,8 @@ type RoutesInput struct {
 	TCPRouteAPIVersion string
 	// Labels go on every object; the bundle adds nothing that overrides them.
 	Labels map[string]string
+	// NamespaceLabels go on the namespace only: the mesh's enrolment label.
+	NamespaceLabels map[string]string
 	// Routes are the routable endpoints (Route.Routable).
 	Routes []Route
 	// Operator are the manager's settings, .Input.operator.
@@ -71,7 +73,9 @@ func (in RoutesInput) Request() render.Request {
 		routes = append(routes, m)
 	}
 	labels, operator := inputMaps(in.Labels, in.Operator)
+	nsLabels, _ := inputMaps(in.NamespaceLabels, nil)
 	return render.Request{ReleaseName: in.Workspace.Name, Namespace: in.Namespace, Input: map[string]any{
+		"namespaceLabels":    nsLabels,
 		"workspace":          map[string]any{"name": in.Workspace.Name, "namespace": in.Workspace.Namespace, "uid": in.UID},
 		"namespace":          in.Namespace,
 		"gateway":            map[string]any{"name": in.Gateway.Name, "namespace": in.Gateway.Namespace},

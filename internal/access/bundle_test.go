@@ -51,6 +51,7 @@ func routesInput(routes []Route) RoutesInput {
 		Gateway:            types.NamespacedName{Namespace: "istio-system", Name: "istio-ingressgateway"},
 		TCPRouteAPIVersion: GatewayGroup + "/v1alpha2",
 		Labels:             map[string]string{"workspaces.exalsius.ai/workspace": "nb"},
+		NamespaceLabels:    map[string]string{"istio.io/dataplane-mode": "ambient"},
 		Routes:             routes,
 	}
 }
@@ -73,12 +74,14 @@ func TestRoutesBundle(t *testing.T) {
 	ns := find(objs, "Namespace", "ws-nb")
 	g.Expect(ns).NotTo(BeNil())
 	g.Expect(ns.GetLabels()).To(HaveKeyWithValue("workspaces.exalsius.ai/workspace", "nb"))
+	g.Expect(ns.GetLabels()).To(HaveKeyWithValue("istio.io/dataplane-mode", "ambient"), "the namespace is enrolled in the mesh")
 
 	web := find(objs, "HTTPRoute", "web")
 	g.Expect(web).NotTo(BeNil())
 	g.Expect(web.GetAPIVersion()).To(Equal(HTTPRouteAPIVersion))
 	g.Expect(web.GetNamespace()).To(Equal("ws-nb"))
 	g.Expect(web.GetLabels()).To(HaveKeyWithValue("workspaces.exalsius.ai/workspace", "nb"))
+	g.Expect(web.GetLabels()).NotTo(HaveKey("istio.io/dataplane-mode"), "enrolment labels are the namespace's only")
 	hosts, _, _ := unstructured.NestedStringSlice(web.Object, "spec", "hostnames")
 	g.Expect(hosts).To(Equal([]string{"nb.acme.example.com"}))
 	parents, _, _ := unstructured.NestedSlice(web.Object, "spec", "parentRefs")

@@ -40,6 +40,15 @@ const (
 // programmed, no wildcard listener). It never fails a workspace.
 var ErrInfraNotReady = errors.New("routing infrastructure not ready")
 
+// infraError is a problem of the routing infrastructure: it is
+// ErrInfraNotReady (errors.Is), and its message says what the problem is.
+type infraError string
+
+func (e infraError) Error() string        { return string(e) }
+func (e infraError) Is(target error) bool { return target == ErrInfraNotReady }
+
+func infraErrorf(format string, args ...any) error { return infraError(fmt.Sprintf(format, args...)) }
+
 // Listener is one TCP listener of the tenant Gateway: one port of the pool.
 type Listener struct {
 	// Name of the listener, the sectionName a TCPRoute attaches to.
@@ -64,16 +73,8 @@ type Tenant struct {
 // pool from its TCP listeners. Problems wrap ErrInfraNotReady.
 func ReadGateway(gw *gatewayv1.Gateway) (Tenant, error) {
 	name := gw.Namespace + "/" + gw.Name
-	c := findCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
-	if c == nil || c.Status != metav1.ConditionTrue {
-		why := "it has no Programmed condition yet"
-		if c != nil {
-			why = fmt.Sprintf("Programmed is %s", c.Status)
-			if c.Message != "" {
-				why += ": " + c.Message
-			}
-		}
-		return Tenant{}, fmt.Errorf("%w: Gateway %s is not programmed: %s", ErrInfraNotReady, name, why)
+	if why := NotProgrammed(gw); why != "" {
+		return Tenant{}, infraErrorf("Gateway %s is not programmed: %s", name, why)
 	}
 	t := Tenant{Pool: Pool(gw.Spec.Listeners)}
 	for _, want := range []struct {
@@ -90,8 +91,23 @@ func ReadGateway(gw *gatewayv1.Gateway) (Tenant, error) {
 			}
 		}
 	}
-	return Tenant{}, fmt.Errorf("%w: Gateway %s has no HTTPS or HTTP listener with a wildcard host name (*.<tenant domain>) to take the tenant domain from",
-		ErrInfraNotReady, name)
+	return Tenant{}, infraErrorf("Gateway %s has no HTTPS or HTTP listener with a wildcard host name (*.<tenant domain>) to take the tenant domain from",
+		name)
+}
+
+// NotProgrammed says why a Gateway is not Programmed=True (a tenant Gateway
+// or a waypoint); empty when it is.
+func NotProgrammed(gw *gatewayv1.Gateway) string {
+	c := findCondition(gw.Status.Conditions, string(gatewayv1.GatewayConditionProgrammed))
+	switch {
+	case c == nil:
+		return "it has no Programmed condition yet"
+	case c.Status == metav1.ConditionTrue:
+		return ""
+	case c.Message != "":
+		return fmt.Sprintf("Programmed is %s: %s", c.Status, c.Message)
+	}
+	return fmt.Sprintf("Programmed is %s", c.Status)
 }
 
 // wildcardDomain returns d for a host name "*.d" where d is a DNS subdomain.

@@ -69,7 +69,7 @@ func TestReadGateway(t *testing.T) {
 				g.Expect(err).To(HaveOccurred())
 				g.Expect(errors.Is(err, ErrInfraNotReady)).To(BeTrue())
 				g.Expect(err.Error()).To(ContainSubstring(tt.wantErr))
-				g.Expect(err.Error()).To(ContainSubstring("istio-system/istio-ingressgateway"))
+				g.Expect(err.Error()).To(HavePrefix("Gateway istio-system/istio-ingressgateway "), "the message says what is wrong")
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,19 +13,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 // ClusterCache is a running informer cache of one child cluster, holding its
-// Nodes (and Pods when an owner asked for them) trimmed by TrimNode and
-// TrimPod. Reads make no API request. It is shared: get it from Watch, and do
+// Nodes, and its Pods and Gateways when an owner asked for them, trimmed by
+// TrimNode, TrimPod and TrimGateway. Reads make no API request. It is shared: get it from Watch, and do
 // not keep it past Release; once stopped, reads return ErrCacheStopped.
 type ClusterCache struct {
 	cluster types.NamespacedName
@@ -39,11 +39,12 @@ type ClusterCache struct {
 	startErr error // set before ready is closed
 	live     atomic.Bool
 
-	mu      sync.Mutex
-	stopped bool
-	cache   cache.Cache
-	nodes   cache.Informer
-	pods    cache.Informer
+	mu       sync.Mutex
+	stopped  bool
+	cache    cache.Cache
+	nodes    cache.Informer
+	pods     cache.Informer
+	gateways cache.Informer
 
 	errMu sync.Mutex
 	errs  map[Kind]error
@@ -146,11 +147,17 @@ func (c *ClusterCache) start(cfg *rest.Config) {
 }
 
 func (c *ClusterCache) startNodes(cfg *rest.Config) error {
-	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
+	// The mapper is static: the kinds are known, and a Gateway API that is
+	// not installed shows as a failing list (see Gateway), not as a
+	// discovery error.
+	mapper := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion, gatewayv1.SchemeGroupVersion})
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Node"), meta.RESTScopeRoot)
 	mapper.Add(corev1.SchemeGroupVersion.WithKind("Pod"), meta.RESTScopeNamespace)
+	// (Its plural is not the one the default mapper would guess.)
+	mapper.AddSpecific(gatewayv1.SchemeGroupVersion.WithKind("Gateway"), gatewayv1.SchemeGroupVersion.WithResource("gateways"),
+		gatewayv1.SchemeGroupVersion.WithResource("gateway"), meta.RESTScopeNamespace)
 	ca, err := cache.New(cfg, cache.Options{
-		Scheme:                      c.m.opts.Scheme,
+		Scheme:                      cacheScheme,
 		Mapper:                      mapper,
 		ReaderFailOnMissingInformer: true,
 		DefaultTransform:            trim,
@@ -182,25 +189,10 @@ func (c *ClusterCache) startNodes(cfg *rest.Config) error {
 
 // ensurePods starts the Pod informer unless it runs and waits for it to sync.
 func (c *ClusterCache) ensurePods(ctx context.Context) error {
-	c.mu.Lock()
-	if c.stopped {
-		c.mu.Unlock()
-		return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	inf, err := c.startInformer(&corev1.Pod{}, PodKind, &c.pods)
+	if err != nil {
+		return err
 	}
-	inf := c.pods
-	if inf == nil {
-		var err error
-		inf, err = c.cache.GetInformer(c.ctx, &corev1.Pod{}, cache.BlockUntilSynced(false))
-		if err == nil {
-			_, err = inf.AddEventHandler(c.handler(PodKind))
-		}
-		if err != nil {
-			c.mu.Unlock()
-			return clusterErr(c.cluster, "creating pod informer", err)
-		}
-		c.pods = inf
-	}
-	c.mu.Unlock()
 	if err := c.waitSynced(ctx, inf, PodKind); err != nil {
 		c.stopPods(inf)
 		return err
@@ -210,16 +202,44 @@ func (c *ClusterCache) ensurePods(ctx context.Context) error {
 
 // stopPods stops the Pod informer if it is inf (any, when inf is nil).
 func (c *ClusterCache) stopPods(inf cache.Informer) {
+	c.stopInformer(&corev1.Pod{}, PodKind, &c.pods, inf)
+}
+
+// startInformer returns the informer of obj's kind held in slot, creating
+// (and starting) it with the notifying handler when there is none.
+func (c *ClusterCache) startInformer(obj client.Object, kind Kind, slot *cache.Informer) (cache.Informer, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.pods == nil || (inf != nil && c.pods != inf) {
+	if c.stopped {
+		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
+	}
+	if *slot != nil {
+		return *slot, nil
+	}
+	inf, err := c.cache.GetInformer(c.ctx, obj, cache.BlockUntilSynced(false))
+	if err == nil {
+		_, err = inf.AddEventHandler(c.handler(kind))
+	}
+	if err != nil {
+		return nil, clusterErr(c.cluster, "creating "+strings.ToLower(string(kind))+" informer", err)
+	}
+	*slot = inf
+	return inf, nil
+}
+
+// stopInformer stops the informer in slot if it is inf (any, when inf is
+// nil), and forgets its error.
+func (c *ClusterCache) stopInformer(obj client.Object, kind Kind, slot *cache.Informer, inf cache.Informer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if *slot == nil || (inf != nil && *slot != inf) {
 		return
 	}
 	if !c.stopped {
-		_ = c.cache.RemoveInformer(c.ctx, &corev1.Pod{})
+		_ = c.cache.RemoveInformer(c.ctx, obj)
 	}
-	c.pods = nil
-	c.setErr(PodKind, nil)
+	*slot = nil
+	c.setErr(kind, nil)
 }
 
 // waitSynced waits until inf has synced, an error is recorded for kind,
@@ -264,10 +284,14 @@ func (c *ClusterCache) wait() {
 }
 
 // setErr records (or clears, with nil) the error of kind's informer and
-// announces reachability changes of a synced cache.
+// announces reachability changes of a synced cache, read from its Nodes and
+// Pods. A Gateway informer's errors (e.g. the Gateway API not installed)
+// say nothing about reachability: their start and end are announced to
+// Gateway subscribers.
 func (c *ClusterCache) setErr(kind Kind, err error) {
 	c.errMu.Lock()
-	before := len(c.errs) > 0
+	reachErr := func() bool { return c.errs[NodeKind] != nil || c.errs[PodKind] != nil }
+	before, had := reachErr(), c.errs[kind] != nil
 	if err == nil {
 		delete(c.errs, kind)
 	} else {
@@ -275,9 +299,18 @@ func (c *ClusterCache) setErr(kind Kind, err error) {
 		close(c.errCh)
 		c.errCh = make(chan struct{})
 	}
-	after := len(c.errs) > 0
+	after, has := reachErr(), c.errs[kind] != nil
 	c.errMu.Unlock()
-	if before == after || !c.live.Load() || c.ctx.Err() != nil {
+	if !c.live.Load() || c.ctx.Err() != nil {
+		return
+	}
+	if kind == GatewayKind {
+		if had != has {
+			c.m.notify(c.cluster, GatewayKind)
+		}
+		return
+	}
+	if before == after {
 		return
 	}
 	if after {
@@ -292,7 +325,8 @@ func (c *ClusterCache) setErr(kind Kind, err error) {
 // unless inf was stopped since.
 func (c *ClusterCache) observe(inf any, kind Kind, err error, isWatch bool) {
 	c.mu.Lock()
-	current := (kind == NodeKind && any(c.nodes) == inf) || (kind == PodKind && any(c.pods) == inf)
+	current := (kind == NodeKind && any(c.nodes) == inf) || (kind == PodKind && any(c.pods) == inf) ||
+		(kind == GatewayKind && any(c.gateways) == inf)
 	c.mu.Unlock()
 	switch {
 	case !current || c.ctx.Err() != nil:
@@ -328,49 +362,6 @@ func (c *ClusterCache) handler(kind Kind) toolscache.ResourceEventHandler {
 	}
 }
 
-// newInformer creates informers whose requests are observed for errors.
-func (c *ClusterCache) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-	kind := NodeKind
-	if _, ok := obj.(*corev1.Pod); ok {
-		kind = PodKind
-	}
-	olw := &observedLW{lw: toolscache.ToListerWatcherWithContext(lw), c: c, kind: kind}
-	inf := toolscache.NewSharedIndexInformer(olw, obj, resync, idx)
-	olw.inf = inf
-	_ = inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *toolscache.Reflector, err error) {
-		c.observe(inf, kind, err, false)
-	})
-	return inf
-}
-
-// observedLW reports the outcome of every list and watch request.
-type observedLW struct {
-	lw   toolscache.ListerWatcherWithContext
-	c    *ClusterCache
-	kind Kind
-	inf  toolscache.SharedIndexInformer
-}
-
-func (o *observedLW) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return o.ListWithContext(context.Background(), opts)
-}
-
-func (o *observedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
-	return o.WatchWithContext(context.Background(), opts)
-}
-
-func (o *observedLW) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-	obj, err := o.lw.ListWithContext(ctx, opts)
-	o.c.observe(o.inf, o.kind, err, false)
-	return obj, err
-}
-
-func (o *observedLW) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	w, err := o.lw.WatchWithContext(ctx, opts)
-	o.c.observe(o.inf, o.kind, err, true)
-	return w, err
-}
-
 // trim is the cache's transform; other objects (such as
 // DeletedFinalStateUnknown tombstones) pass unchanged.
 func trim(obj any) (any, error) {
@@ -379,6 +370,8 @@ func trim(obj any) (any, error) {
 		return TrimNode(o), nil
 	case *corev1.Pod:
 		return TrimPod(o), nil
+	case *gatewayv1.Gateway:
+		return TrimGateway(o), nil
 	}
 	return obj, nil
 }

@@ -32,6 +32,11 @@ var (
 	ErrCacheStopped = errors.New("child cluster cache stopped")
 	// ErrPodsNotWatched is returned by ListPods when no owner asked for Pods.
 	ErrPodsNotWatched = errors.New("pods of child cluster are not watched")
+	// ErrGatewaysNotWatched is returned by Gateway when no owner asked for Gateways.
+	ErrGatewaysNotWatched = errors.New("gateways of child cluster are not watched")
+	// ErrGatewayAPINotServed is returned by Gateway while the cluster does
+	// not serve the Gateway API's Gateways (gateway.networking.k8s.io/v1).
+	ErrGatewayAPINotServed = errors.New("the Gateway API is not installed")
 	// ErrManagerStopped is returned after Stop.
 	ErrManagerStopped = errors.New("child cluster manager stopped")
 )

@@ -20,6 +20,9 @@ const (
 	NodeKind Kind = "Node"
 	// PodKind is a Pod of a child cluster.
 	PodKind Kind = "Pod"
+	// GatewayKind is a Gateway (gateway.networking.k8s.io/v1) of a cluster,
+	// or the Gateway API becoming served.
+	GatewayKind Kind = "Gateway"
 )
 
 // ClusterObject returns the object that notifications about a cluster carry:
@@ -32,8 +35,8 @@ func ClusterObject(cd types.NamespacedName) *metav1.PartialObjectMetadata {
 }
 
 // Events returns the Manager's default subscription (the same channel on every
-// call): one event per cluster whose watched Nodes or Pods changed or whose
-// reachability changed. Give it to one controller only; use Subscribe for more.
+// call): one event per cluster whose watched Nodes, Pods or Gateways changed
+// or whose reachability changed. Give it to one controller only; use Subscribe for more.
 func (m *Manager) Events() <-chan event.GenericEvent {
 	m.eventsOnce.Do(func() { m.events = m.Subscribe() })
 	return m.events
@@ -46,9 +49,10 @@ func (m *Manager) Source(h handler.EventHandler, kinds ...Kind) source.Source {
 }
 
 // Subscribe returns a new channel receiving an event (its object is
-// ClusterObject) whenever a Node or Pod of a watched child cluster is added,
-// deleted or changed in a field the cache keeps, and whenever the cluster
-// becomes unreachable or reachable again. With kinds, only changes of those
+// ClusterObject) whenever a Node, Pod or Gateway of a watched cluster is
+// added, deleted or changed in a field the cache keeps, whenever the Gateway
+// API becomes served or stops being served, and whenever the cluster becomes
+// unreachable or reachable again. With kinds, only changes of those
 // kinds are delivered (reachability changes always are). Notifications are
 // coalesced: at most one per cluster is pending, and informers never block on
 // a slow reader. The channel is never closed.

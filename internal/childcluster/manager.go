@@ -4,9 +4,12 @@
 // cluster, rebuilt when that Secret changes and bounded by timeouts, so that an
 // unreachable child gives an error (and a condition) instead of a hung worker.
 //
-// Caches are started on demand by Watch, shared by every owner (a Colony or a
-// workspace), trimmed to the fields GPU inventory and the GPU gate read, and
-// stopped when their last owner releases them. Changes in a child are
+// Caches are started on demand by Watch, shared by every owner (a Colony, a
+// workspace's GPU gate or its routes), trimmed to the fields GPU inventory,
+// the GPU gate and workspace routes read, and stopped when their last owner
+// releases them. They always hold the cluster's Nodes, its Pods and its
+// Gateways (gateway.networking.k8s.io/v1: the tenant Gateway and the
+// waypoints of regional and child clusters) when an owner asks. Changes in a child are
 // announced on Subscribe channels, so reconcilers react to watches instead of
 // polling, and make no API request at steady state.
 package childcluster
@@ -92,8 +95,8 @@ type clusterEntry struct {
 	client     client.Client
 	clientHash [sha256.Size]byte
 	cache      *ClusterCache
-	// owners maps an owner key to whether it needs Pods.
-	owners map[string]bool
+	// owners maps an owner key to what it needs.
+	owners map[string]WatchOptions
 }
 
 // NewManager returns a Manager reading kubeconfig Secrets through mgmt (a
@@ -240,7 +243,7 @@ func (m *Manager) Client(ctx context.Context, cd types.NamespacedName) (client.C
 func (m *Manager) entryLocked(cd types.NamespacedName) *clusterEntry {
 	e := m.clusters[cd]
 	if e == nil {
-		e = &clusterEntry{owners: map[string]bool{}}
+		e = &clusterEntry{owners: map[string]WatchOptions{}}
 		m.clusters[cd] = e
 	}
 	return e

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func TestIsUnreachable(t *testing.T) {
@@ -224,4 +225,33 @@ func FuzzRESTConfigFromKubeconfig(f *testing.F) {
 			t.Fatalf("unsafe config accepted: %+v", cfg)
 		}
 	})
+}
+
+func TestTrimGatewayKeepsWhatRoutesRead(t *testing.T) {
+	g := NewWithT(t)
+	host := gatewayv1.Hostname("*.t.example.com")
+	gw := &gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "istio-system", UID: "u", ResourceVersion: "7", Generation: 3,
+			Labels: map[string]string{"a": "b"}, Annotations: map[string]string{"c": "d"}},
+		Spec: gatewayv1.GatewaySpec{GatewayClassName: "istio", Listeners: []gatewayv1.Listener{{Name: "https", Hostname: &host,
+			Port: 443, Protocol: gatewayv1.HTTPSProtocolType, TLS: &gatewayv1.ListenerTLSConfig{}}}},
+		Status: gatewayv1.GatewayStatus{
+			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", Message: "m",
+				ObservedGeneration: 3, LastTransitionTime: metav1.Now()}},
+			Listeners: []gatewayv1.ListenerStatus{{Name: "https", AttachedRoutes: 4}},
+		},
+	}
+	out := TrimGateway(gw)
+	g.Expect(out).To(Equal(&gatewayv1.Gateway{
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "istio-system", UID: "u", ResourceVersion: "7"},
+		Spec: gatewayv1.GatewaySpec{Listeners: []gatewayv1.Listener{{Name: "https", Hostname: &host, Port: 443,
+			Protocol: gatewayv1.HTTPSProtocolType}}},
+		Status: gatewayv1.GatewayStatus{Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue,
+			Reason: "Programmed", Message: "m"}}},
+	}))
+	later := gw.DeepCopy()
+	later.ResourceVersion, later.Status.Listeners[0].AttachedRoutes = "8", 5
+	g.Expect(changed(out, TrimGateway(later))).To(BeFalse(), "attached routes are no change")
+	later.Spec.Listeners[0].Port = 8443
+	g.Expect(changed(out, TrimGateway(later))).To(BeTrue())
 }

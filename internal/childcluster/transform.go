@@ -1,9 +1,12 @@
 package childcluster
 
 import (
+	"reflect"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TrimNode returns the parts of a Node that GPU inventory and the GPU gate
@@ -69,23 +72,13 @@ func TrimPod(p *corev1.Pod) *corev1.Pod {
 // changed reports whether two trimmed objects differ in more than their
 // resourceVersion (a resync or a change of a dropped field).
 func changed(oldObj, newObj any) bool {
-	switch o := oldObj.(type) {
-	case *corev1.Node:
-		n, ok := newObj.(*corev1.Node)
-		if !ok {
-			return true
-		}
-		a, b := *o, *n
-		a.ResourceVersion, b.ResourceVersion = "", ""
-		return !equality.Semantic.DeepEqual(&a, &b)
-	case *corev1.Pod:
-		n, ok := newObj.(*corev1.Pod)
-		if !ok {
-			return true
-		}
-		a, b := *o, *n
-		a.ResourceVersion, b.ResourceVersion = "", ""
-		return !equality.Semantic.DeepEqual(&a, &b)
+	o, ok := oldObj.(client.Object)
+	n, same := newObj.(client.Object)
+	if !ok || !same || reflect.TypeOf(o) != reflect.TypeOf(n) {
+		return true
 	}
-	return true
+	a, b := o.DeepCopyObject().(client.Object), n.DeepCopyObject().(client.Object)
+	a.SetResourceVersion("")
+	b.SetResourceVersion("")
+	return !equality.Semantic.DeepEqual(a, b)
 }

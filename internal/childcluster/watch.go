@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -13,6 +14,22 @@ type WatchOptions struct {
 	// Pods also starts the Pod informer (the GPU gate needs it; GPU
 	// inventory does not). It stops again when no owner needs it.
 	Pods bool
+	// Gateways also starts the Gateway informer (workspace routes read the
+	// tenant Gateway and the waypoints); it stops when no owner needs it.
+	// A cluster that does not serve the Gateway API is no error of Watch:
+	// the informer keeps trying, Gateway says so meanwhile, and owners are
+	// notified (GatewayKind) once it is served.
+	Gateways bool
+}
+
+// union is what a set of owners needs.
+func union(opts ...WatchOptions) WatchOptions {
+	var out WatchOptions
+	for _, o := range opts {
+		out.Pods = out.Pods || o.Pods
+		out.Gateways = out.Gateways || o.Gateways
+	}
+	return out
 }
 
 // Watch returns the running, synced informer cache of the child cluster of
@@ -22,13 +39,10 @@ type WatchOptions struct {
 // and it rebuilds the cache when the kubeconfig Secret changed. The wait for a
 // new cache is bounded by ctx and Options.SyncTimeout; a child that cannot be
 // reached gives an error wrapping ErrUnreachable, and the owner is not
-// registered unless it already was. With several opts, Pods is true if any
-// asks for it.
+// registered unless it already was. With several opts, an informer is
+// started if any asks for it.
 func (m *Manager) Watch(ctx context.Context, cd types.NamespacedName, owner string, opts ...WatchOptions) (*ClusterCache, error) {
-	var want WatchOptions
-	for _, o := range opts {
-		want.Pods = want.Pods || o.Pods
-	}
+	want := union(opts...)
 	// A cache stopped by a concurrent Release or Secret change is retried.
 	for range 3 {
 		c, err := m.watchOnce(ctx, cd, owner, want)
@@ -75,8 +89,8 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 		m.wg.Go(func() { c.start(cfg) })
 		m.log.V(1).Info("starting child cluster cache", "cluster", cd)
 	}
-	prevPods, existed := e.owners[owner]
-	e.owners[owner] = want.Pods
+	prev, existed := e.owners[owner]
+	e.owners[owner] = want
 	m.mu.Unlock()
 	if replaced != nil {
 		replaced.wait()
@@ -88,7 +102,7 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 		m.mu.Lock()
 		if e := m.clusters[cd]; e != nil {
 			if existed {
-				e.owners[owner] = prevPods
+				e.owners[owner] = prev
 			} else {
 				delete(e.owners, owner)
 			}
@@ -117,7 +131,11 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 			undo()
 			return nil, err
 		}
-	} else if existed && prevPods {
+	}
+	if want.Gateways {
+		c.ensureGateways(ctx)
+	}
+	if existed && (prev.Pods && !want.Pods || prev.Gateways && !want.Gateways) {
 		m.mu.Lock()
 		stop := m.settleLocked(cd)
 		m.mu.Unlock()
@@ -152,6 +170,29 @@ func (m *Manager) Release(cd types.NamespacedName, owner string) {
 	}
 }
 
+// ReleaseElsewhere unregisters owner from the caches of every cluster but
+// keep, stopping those it was the last owner of: an owner that moved (a
+// workspace whose routes go to another regional cluster) or needs no cache
+// any more (no keep) leaves nothing behind.
+func (m *Manager) ReleaseElsewhere(owner string, keep ...types.NamespacedName) {
+	m.mu.Lock()
+	var stopped []*ClusterCache
+	for cd, e := range m.clusters {
+		if _, ok := e.owners[owner]; !ok || slices.Contains(keep, cd) {
+			continue
+		}
+		delete(e.owners, owner)
+		if c := m.settleLocked(cd); c != nil {
+			stopped = append(stopped, c)
+		}
+	}
+	m.mu.Unlock()
+	for _, c := range stopped {
+		c.wait()
+		m.log.V(1).Info("stopped child cluster cache", "cluster", c.cluster, "reason", "no owner left")
+	}
+}
+
 // Owners returns the owners registered for cd, for diagnostics.
 func (m *Manager) Owners(cd types.NamespacedName) []string {
 	m.mu.Lock()
@@ -166,8 +207,9 @@ func (m *Manager) Owners(cd types.NamespacedName) []string {
 }
 
 // settleLocked stops the cache of cd when no owner is left (returning it to
-// be waited for outside the lock) and the Pod informer when no owner needs
-// Pods. The entry is dropped when it holds nothing. m.mu must be held.
+// be waited for outside the lock), and the Pod and Gateway informers when no
+// owner needs them. The entry is dropped when it holds nothing. m.mu must
+// be held.
 func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
 	e := m.clusters[cd]
 	if e == nil {
@@ -180,12 +222,16 @@ func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
 		e.cache = nil
 	}
 	if e.cache != nil {
-		pods := false
-		for _, p := range e.owners {
-			pods = pods || p
+		var all []WatchOptions
+		for _, o := range e.owners {
+			all = append(all, o)
 		}
-		if !pods {
+		need := union(all...)
+		if !need.Pods {
 			e.cache.stopPods(nil)
+		}
+		if !need.Gateways {
+			e.cache.stopGateways()
 		}
 	}
 	if e.cache == nil && e.client == nil && len(e.owners) == 0 {

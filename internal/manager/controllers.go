@@ -74,6 +74,7 @@ func (d *deps) controllers() []controllerSetup {
 					Settings:             d.settings(opts),
 					Gateway:              types.NamespacedName{Namespace: opts.WorkspaceGatewayNamespace, Name: opts.WorkspaceGatewayName},
 					RouteSinks:           d.routes,
+					Mesh:                 opts.mesh(),
 					Ledger:               ledger,
 					Policy:               opts.GPUQueueing,
 

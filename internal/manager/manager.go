@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/preflight"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 )
@@ -54,6 +55,18 @@ type Options struct {
 	// Gateway on regional clusters that workspace access routes attach to;
 	// istio-ingressgateway in istio-system when empty.
 	WorkspaceGatewayName, WorkspaceGatewayNamespace string
+	// WorkspaceMeshMode is how workspace namespaces join the tenant's Istio
+	// mesh: ambient (when empty), sidecar or none.
+	WorkspaceMeshMode string
+	// WorkspaceWaypointEnabled, in ambient mode, routes each child
+	// cluster's workspaces through its waypoint Gateway <cd>-waypoint, which
+	// must exist and be programmed on the regional and the child cluster
+	// before routes are published. main.go turns it on by default, as the
+	// exalsius operator does.
+	WorkspaceWaypointEnabled bool
+	// WorkspaceWaypointNamespace holds the waypoint Gateways on regional and
+	// child clusters; istio-system when empty.
+	WorkspaceWaypointNamespace string
 	// Git, when set, delivers through Git for Flux instead of applying directly.
 	Git *GitOptions
 	// TenantGit, when set, lets a namespace send its owners to its own
@@ -76,6 +89,12 @@ type Options struct {
 
 	// controllers overrides the registered controllers, for tests.
 	controllers []controllerSetup
+}
+
+// mesh is the mesh configuration of workspaces.
+func (o Options) mesh() mesh.Config {
+	return mesh.Config{Mode: mesh.Mode(o.WorkspaceMeshMode), Waypoints: o.WorkspaceWaypointEnabled,
+		WaypointNamespace: o.WorkspaceWaypointNamespace}
 }
 
 // Concurrency is the number of workers of each controller.
@@ -121,6 +140,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	}
 	if opts.PrerequisiteGracePeriod < 0 {
 		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
+	}
+	if err := opts.mesh().Validate(); err != nil {
+		return nil, nil, err
 	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        apiaryscheme.New(),

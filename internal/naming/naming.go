@@ -58,3 +58,24 @@ func LabelValue(v string) string {
 
 // IsDNSLabel reports whether s is a DNS-1123 label.
 func IsDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
+
+// waypointSuffix ends the name of a child cluster's waypoint Gateway.
+const waypointSuffix = "-waypoint"
+
+// WaypointName is the name of the per-child waypoint Gateway of
+// ClusterDeployment cd (the exalsius operator's ADR-0005): "<cd>-waypoint",
+// the same on the regional and the child cluster, so that administrators
+// and Apiary agree on it without coordination. When that is longer than
+// MaxNameLength, cd is cut to its first 45 characters, followed by '-', the
+// first eight hex characters of the SHA-256 of cd and "-waypoint": the
+// operator's rule, kept exactly (nothing is trimmed from the cut), so both
+// controllers expect the same Gateway.
+func WaypointName(cd string) string {
+	name := cd + waypointSuffix
+	if len(name) <= MaxNameLength {
+		return name
+	}
+	sum := sha256.Sum256([]byte(cd))
+	keep := MaxNameLength - 1 - hashLength - len(waypointSuffix)
+	return cd[:keep] + "-" + hex.EncodeToString(sum[:])[:hashLength] + waypointSuffix
+}

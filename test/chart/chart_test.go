@@ -148,7 +148,8 @@ func TestArgsFollowValues(t *testing.T) {
 			"--health-probe-bind-address=:8081", "--colony-concurrency=4", "--workspaceclass-concurrency=2",
 			"--workspacedeployment-concurrency=8", "--tenantquota-concurrency=2", "--gpu-queueing-policy=StrictFIFO",
 			"--no-cross-namespace-refs=true", "--zap-log-level=info", "--zap-encoder=json",
-			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system"},
+			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system",
+			"--workspace-mesh-mode=ambient", "--workspace-waypoint-enabled=true", "--workspace-waypoint-namespace=istio-system"},
 		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period"},
 	}, {
 		name: "every knob",
@@ -191,6 +192,12 @@ func TestArgsFollowValues(t *testing.T) {
 			g.Expect(pod.Tolerations).To(HaveLen(1))
 			g.Expect(pod.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", int32(9090))))
 		},
+	}, {
+		name: "mesh",
+		vals: map[string]any{"workspaceAccess": map[string]any{"mesh": map[string]any{"mode": "sidecar",
+			"waypoints": map[string]any{"enabled": false, "namespace": "mesh-system"}}}},
+		want: []string{"--workspace-mesh-mode=sidecar", "--workspace-waypoint-enabled=false", "--workspace-waypoint-namespace=mesh-system",
+			"--workspace-gateway-name=istio-ingressgateway"},
 	}, {
 		name: "git delivery",
 		vals: map[string]any{"delivery": map[string]any{"mode": "git", "git": map[string]any{
@@ -350,6 +357,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"privilege escalation", map[string]any{"securityContext": map[string]any{"allowPrivilegeEscalation": true}}, []string{"/securityContext/allowPrivilegeEscalation"}},
 		{"root pod", map[string]any{"podSecurityContext": map[string]any{"runAsNonRoot": false}}, []string{"/podSecurityContext/runAsNonRoot"}},
 		{"bad gateway name", map[string]any{"workspaceAccess": map[string]any{"gateway": map[string]any{"name": "Not A Name"}}}, []string{"/workspaceAccess/gateway/name"}},
+		{"unknown mesh mode", map[string]any{"workspaceAccess": map[string]any{"mesh": map[string]any{"mode": "ambiant"}}}, []string{"/workspaceAccess/mesh/mode"}},
+		{"waypoints as a string", map[string]any{"workspaceAccess": map[string]any{"mesh": map[string]any{"waypoints": map[string]any{"enabled": "yes"}}}},
+			[]string{"/workspaceAccess/mesh/waypoints/enabled", "boolean"}},
+		{"bad waypoint namespace", map[string]any{"workspaceAccess": map[string]any{"mesh": map[string]any{"waypoints": map[string]any{"namespace": "istio.system"}}}},
+			[]string{"/workspaceAccess/mesh/waypoints/namespace"}},
 		{"unknown delivery mode", map[string]any{"delivery": map[string]any{"mode": "flux"}}, []string{"/delivery/mode"}},
 		{"git mode without a repository", map[string]any{"delivery": map[string]any{"mode": "git"}}, []string{"/delivery/git"}},
 		{"absolute routes folder", map[string]any{"delivery": map[string]any{"git": map[string]any{"routesPath": "/regions"}}}, []string{"/delivery/git/routesPath"}},

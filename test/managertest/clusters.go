@@ -87,17 +87,32 @@ func LogOutput() io.Writer {
 // the stand-in reports it Ready.
 func ReadyCluster(t testing.TB, c client.Client, ns, name string) {
 	t.Helper()
-	ctx := context.Background()
+	Templates(t, c, ns)
+	CreateReady(t, c, standin.NewClusterDeployment(ns, name, "tpl", "cred"))
+}
+
+// Templates creates in ns what k0rdent and an administrator provide: the
+// ClusterTemplate "tpl", the Credential "cred" and the workspace
+// ServiceTemplate "tmpl".
+func Templates(t testing.TB, c client.Client, ns string) {
+	t.Helper()
 	for _, obj := range []client.Object{
 		standin.NewClusterTemplate(ns, "tpl", true),
 		standin.NewCredential(ns, "cred", true),
 		standin.NewServiceTemplate(ns, "tmpl", true, nil),
 	} {
-		if err := standin.CreateWithStatus(ctx, c, obj); err != nil {
+		if err := standin.CreateWithStatus(context.Background(), c, obj); err != nil {
 			t.Fatalf("creating %T: %v", obj, err)
 		}
 	}
-	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
+}
+
+// CreateReady creates a ClusterDeployment (of "tpl" and "cred", see
+// Templates) and waits until the stand-in reports it Ready.
+func CreateReady(t testing.TB, c client.Client, cd *k0rdentv1beta1.ClusterDeployment) {
+	t.Helper()
+	ctx := context.Background()
+	ns, name := cd.Namespace, cd.Name
 	if err := c.Create(ctx, cd); err != nil {
 		t.Fatalf("creating ClusterDeployment: %v", err)
 	}

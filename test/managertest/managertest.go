@@ -3,7 +3,8 @@
 // or restart the manager: StartClusters starts what it runs against (a
 // management and a child control plane, and the k0rdent stand-in); Start
 // runs a manager until the test ends, Restart stops it, runs something while
-// none runs and starts another. Reconciles reads how often a controller
+// none runs and starts another, RestartWith starts one with other options.
+// Reconciles reads how often a controller
 // reconciled, from controller-runtime's metrics.
 package managertest
 
@@ -34,6 +35,14 @@ type Manager struct {
 // logger; several managers may run in one process.
 func Start(t testing.TB, opts manager.Options) *Manager {
 	t.Helper()
+	m := &Manager{t: t, opts: complete(opts)}
+	m.start()
+	t.Cleanup(m.Stop)
+	return m
+}
+
+// complete fills in the options a test left zero (see Start).
+func complete(opts manager.Options) manager.Options {
 	if opts.MetricsBindAddress == "" {
 		opts.MetricsBindAddress = "0"
 	}
@@ -50,16 +59,21 @@ func Start(t testing.TB, opts manager.Options) *Manager {
 		opts.Logger = ctrl.Log.WithName("apiary")
 	}
 	opts.SkipControllerNameValidation = true
-	m := &Manager{t: t, opts: opts}
-	m.start()
-	t.Cleanup(m.Stop)
-	return m
+	return opts
 }
 
 // Restart stops the manager, runs between while none runs, and starts another.
 func (m *Manager) Restart(between func()) {
 	m.Stop()
 	between()
+	m.start()
+}
+
+// RestartWith stops the manager and starts one with other options, as an
+// operator restarting Apiary with other flags would.
+func (m *Manager) RestartWith(opts manager.Options) {
+	m.Stop()
+	m.opts = complete(opts)
 	m.start()
 }
 

@@ -1,0 +1,210 @@
+// Package mesh_test proves mesh enrolment, per-child waypoints and the
+// watched tenant Gateway end to end: a management control plane with the
+// k0rdent stand-in, a regional and a child control plane with the Gateway
+// API's CRDs, and an Apiary manager started by each test with its own mesh
+// flags, tenant Gateway and waypoint namespace, so that tests can restart it
+// with another mesh mode. Apiary reaches the regional and the child cluster
+// through proxies that count its requests, to show that a routed workspace
+// at steady state costs none.
+package mesh_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const timeout = 60 * time.Second
+
+// soon bounds how long a change of a Gateway may take to reach a
+// workspace: far below the five minutes a resync would take.
+const soon = 15 * time.Second
+
+// regionalAnnotation on a ClusterDeployment gives it the regional control
+// plane's kubeconfig; the others get the child's.
+const regionalAnnotation = "test.apiary.dev/regional"
+
+var (
+	env               *testenv.Environment
+	regional, child   *testenv.Environment
+	regionalC, childC client.Client // with the Gateway API's types
+	// regionalProxy and childProxy stand between Apiary and those clusters.
+	regionalProxy, childProxy *counter
+	// mgmtRequests counts Apiary's requests to the management cluster.
+	mgmtRequests atomic.Int64
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	var err error
+	if env, err = testenv.Start(); err != nil {
+		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
+		return 1
+	}
+	defer func() { _ = env.Stop() }()
+	crds, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "Gateway API CRDs: %v\n", err)
+		return 1
+	}
+	for _, e := range []**testenv.Environment{&regional, &child} {
+		if *e, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(crds...)); err != nil {
+			fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
+			return 1
+		}
+		defer func() { _ = (*e).Stop() }()
+	}
+	if regionalC, err = testenv.GatewayClient(regional.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "regional client: %v\n", err)
+		return 1
+	}
+	if childC, err = testenv.GatewayClient(child.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "child client: %v\n", err)
+		return 1
+	}
+	if regionalProxy, err = newCounter(regional.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "regional proxy: %v\n", err)
+		return 1
+	}
+	defer regionalProxy.srv.Close()
+	if childProxy, err = newCounter(child.Config); err != nil {
+		fmt.Fprintf(os.Stderr, "child proxy: %v\n", err)
+		return 1
+	}
+	defer childProxy.srv.Close()
+
+	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
+		if cd.Annotations[regionalAnnotation] == "true" {
+			return regionalProxy.kubeconfig()
+		}
+		return childProxy.kubeconfig()
+	}}
+	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
+		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
+		return 1
+	}
+	return m.Run()
+}
+
+// flags are the mesh and access flags of one manager.
+type flags struct {
+	mode              string
+	waypoints         bool
+	waypointNamespace string
+	gateway           client.ObjectKey
+}
+
+// options are the manager's options with flags; its requests to the
+// management cluster are counted.
+func (f flags) options() manager.Options {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countRequests(rt, &mgmtRequests) })
+	return manager.Options{
+		RestConfig:                 cfg,
+		InventoryInterval:          time.Hour,
+		NoCrossNamespaceRefs:       true,
+		WorkspaceGatewayName:       f.gateway.Name,
+		WorkspaceGatewayNamespace:  f.gateway.Namespace,
+		WorkspaceMeshMode:          f.mode,
+		WorkspaceWaypointEnabled:   f.waypoints,
+		WorkspaceWaypointNamespace: f.waypointNamespace,
+	}
+}
+
+// apiary starts the manager of one test, stopped when the test ends (after
+// the test's workspaces are gone); RestartWith restarts it with other flags.
+func apiary(t *testing.T, f flags) *managertest.Manager {
+	t.Helper()
+	return managertest.Start(t, f.options())
+}
+
+// counter is a TLS reverse proxy in front of a control plane that counts
+// the requests of Apiary's cluster clients (by their user agent), watches
+// aside. The kubeconfig it hands out reaches the control plane through it
+// as an administrator.
+type counter struct {
+	srv      *httptest.Server
+	requests atomic.Int64
+}
+
+func newCounter(cfg *rest.Config) (*counter, error) {
+	target, err := url.Parse(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	rt, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	c := &counter{}
+	proxy := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target) },
+		Transport:     rt,
+		FlushInterval: -1,
+	}
+	c.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.UserAgent(), "apiary-childcluster") && r.URL.Query().Get("watch") != "true" {
+			c.requests.Add(1)
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	c.srv.StartTLS()
+	return c, nil
+}
+
+func (c *counter) kubeconfig() []byte {
+	return []byte(`apiVersion: v1
+kind: Config
+clusters:
+- name: c
+  cluster:
+    server: ` + c.srv.URL + `
+    insecure-skip-tls-verify: true
+users:
+- name: u
+  user: {}
+contexts:
+- name: c
+  context: {cluster: c, user: u}
+current-context: c
+`)
+}
+
+type countingTransport struct {
+	next http.RoundTripper
+	n    *atomic.Int64
+}
+
+func countRequests(next http.RoundTripper, n *atomic.Int64) http.RoundTripper {
+	return &countingTransport{next: next, n: n}
+}
+
+func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") != "true" {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(req)
+}
