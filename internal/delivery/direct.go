@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/adopt"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the direct sink.
@@ -28,6 +29,12 @@ type DirectOptions struct {
 	// the same informers as the rest of the manager); the client's scheme
 	// when nil.
 	Scheme *runtime.Scheme
+	// AdoptFrom are the field managers of client-side writers (Create and
+	// Update) whose fields the sink takes over, with adopt.Migration, the
+	// first time it applies an object it did not deliver (one without
+	// AnnotationAppliedDigest): the exalsius operator's "manager". Needs the
+	// sink's apiReader, as the manager's cache holds no managedFields.
+	AdoptFrom []string
 }
 
 // Direct is the sink that applies objects to the cluster with server-side
@@ -38,6 +45,7 @@ type Direct struct {
 	scheme       *runtime.Scheme
 	mapper       meta.RESTMapper
 	fieldManager string
+	adoption     adopt.Migration
 }
 
 var _ Sink = (*Direct)(nil)
@@ -56,6 +64,9 @@ func NewDirect(c client.Client, apiReader client.Reader, opts DirectOptions) *Di
 	}
 	if d.fieldManager == "" {
 		d.fieldManager = DefaultFieldManager
+	}
+	if apiReader != nil {
+		d.adoption = adopt.Migration{From: opts.AdoptFrom, To: d.fieldManager}
 	}
 	d.mapper = c.RESTMapper()
 	return d
@@ -276,6 +287,11 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 			if subset(want, m) || subset(d.comparable(it), m) {
 				return false, nil
 			}
+		}
+	}
+	if live != nil && live.GetAnnotations()[AnnotationAppliedDigest] == "" {
+		if err := d.adopt(ctx, it); err != nil {
+			return false, fmt.Errorf("%s: taking over its fields: %w", name, err)
 		}
 	}
 	obj := it.obj.DeepCopy()

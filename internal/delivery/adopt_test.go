@@ -1,0 +1,110 @@
+package delivery
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// legacyConfigMap creates, as a client-side writer with field manager
+// "manager" (the exalsius operator's), a ConfigMap with the labels and data
+// given, and returns it as the API server has it.
+func legacyConfigMap(t *testing.T, ns, name string, labels map[string]string, data map[string]string) *unstructured.Unstructured {
+	t.Helper()
+	cm := configMap(ns, name, data)
+	cm.SetLabels(labels)
+	if err := env.Client.Create(t.Context(), cm, client.FieldOwner("manager")); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, cm)
+	return cm
+}
+
+// managersOf lists the field managers of an object as "manager/operation".
+func managersOf(obj metav1.Object) []string {
+	var out []string
+	for _, e := range obj.GetManagedFields() {
+		out = append(out, e.Manager+"/"+string(e.Operation))
+	}
+	return out
+}
+
+// TestDirectApply_AdoptsFieldsOfAClientSideWriter: applying an object that
+// a client-side writer created makes the sink the owner of the fields it
+// renders, removes the labels it drops (but not those of k0rdent's domain),
+// and later removals propagate.
+func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns, owner, _ := setup(t, "adopt")
+	sink := NewDirect(mgr.GetClient(), mgr.GetAPIReader(), DirectOptions{AdoptFrom: []string{"manager"}})
+	legacyConfigMap(t, ns, "cm", map[string]string{"keep": "a", "later": "b", "dropped": "c", "k0rdent.mirantis.com/component": "kcm"},
+		map[string]string{"mode": "fast", "old": "x"})
+
+	want := configMap(ns, "cm", map[string]string{"mode": "fast"})
+	want.SetLabels(map[string]string{"keep": "a", "later": "b"})
+	res, err := sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Changed).To(HaveLen(1))
+	got, err := live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetLabels()).To(SatisfyAll(HaveKey("keep"), HaveKey("later"), Not(HaveKey("dropped")),
+		HaveKeyWithValue("k0rdent.mirantis.com/component", "kcm")), "the dropped label goes, k0rdent's stays")
+	g.Expect(got.Object["data"]).To(HaveKeyWithValue("old", "x"), "data the sink does not render stays with its writer")
+	g.Expect(managersOf(got)).To(ConsistOf("apiary/Apply", "manager/Update"))
+
+	waitCached(t, want)
+	want.SetLabels(map[string]string{"keep": "a"})
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetLabels()).NotTo(HaveKey("later"), "a label the writer set and the sink rendered, then dropped, goes")
+}
+
+// TestDirectApply_WithoutAdoptionTheWritersLabelsStay is the control: a
+// sink that takes nothing over leaves the client-side writer's labels, also
+// those it stops rendering.
+func TestDirectApply_WithoutAdoptionTheWritersLabelsStay(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns, owner, sink := setup(t, "noadopt")
+	legacyConfigMap(t, ns, "cm", map[string]string{"keep": "a", "dropped": "c"}, map[string]string{"mode": "fast"})
+	want := configMap(ns, "cm", map[string]string{"mode": "fast"})
+	want.SetLabels(map[string]string{"keep": "a"})
+	res, err := sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	waitCached(t, want)
+	want.SetLabels(nil)
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetLabels()).To(SatisfyAll(HaveKey("keep"), HaveKey("dropped")))
+}
+
+// TestDirectApply_AdoptsOnlyWhatItDidNotDeliver: objects the sink applied
+// before (they carry its digest) are not taken over again, so a later
+// client-side write under the same name keeps its fields.
+func TestDirectApply_AdoptsOnlyWhatItDidNotDeliver(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns, owner, _ := setup(t, "adoptonce")
+	sink := NewDirect(mgr.GetClient(), mgr.GetAPIReader(), DirectOptions{AdoptFrom: []string{"manager"}})
+	want := configMap(ns, "cm", map[string]string{"mode": "fast"})
+	res, err := sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err := live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	got.SetLabels(map[string]string{"written-later": "yes"})
+	g.Expect(env.Client.Update(ctx, got, client.FieldOwner("manager"))).To(Succeed())
+	waitCached(t, want)
+
+	want = configMap(ns, "cm", map[string]string{"mode": "slow"})
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Object["data"]).To(HaveKeyWithValue("mode", "slow"))
+	g.Expect(got.GetLabels()).To(HaveKeyWithValue("written-later", "yes"))
+}
