@@ -19,10 +19,13 @@ type Migration struct {
 	From []string
 	// To is the server-side apply field manager that takes them over.
 	To string
+	// Self also takes over, whole, To's own Update entry: the fields that
+	// Adopted's write (an Update by To) changed.
+	Self bool
 }
 
 // Enabled reports whether the migration has writers to take over from.
-func (m Migration) Enabled() bool { return len(m.From) > 0 && m.To != "" }
+func (m Migration) Enabled() bool { return (len(m.From) > 0 || m.Self) && m.To != "" }
 
 // Result is what Plan decided.
 type Result struct {
@@ -31,6 +34,9 @@ type Result struct {
 	// Moved counts the field paths that changed owner; zero when there is
 	// nothing to write.
 	Moved int
+	// Stale are the moved labels and annotations that the desired object
+	// does not set: the apply that follows removes them (Adopted does).
+	Stale []fieldpath.Path
 }
 
 // Plan returns the managed fields of an object after moving to m.To the
@@ -55,7 +61,7 @@ func (m Migration) Plan(managed []metav1.ManagedFieldsEntry, desired map[string]
 		}
 		take := &fieldpath.Set{}
 		set.Iterate(func(p fieldpath.Path) {
-			if inScope(p, desired) {
+			if e.Manager == m.To || inScope(p, desired) {
 				take.Insert(p)
 			}
 		})
@@ -68,6 +74,7 @@ func (m Migration) Plan(managed []metav1.ManagedFieldsEntry, desired map[string]
 	if moved.Empty() {
 		return Result{ManagedFields: managed}, nil
 	}
+	taken := moved
 	out := make([]metav1.ManagedFieldsEntry, 0, len(managed)+1)
 	target := -1
 	for i, e := range managed {
@@ -98,14 +105,19 @@ func (m Migration) Plan(managed []metav1.ManagedFieldsEntry, desired map[string]
 	if err := encode(&out[target], moved); err != nil {
 		return Result{}, err
 	}
-	n := 0
-	moved.Iterate(func(fieldpath.Path) { n++ })
-	return Result{ManagedFields: out, Moved: n}, nil
+	res := Result{ManagedFields: out}
+	taken.Iterate(func(p fieldpath.Path) {
+		res.Moved++
+		if isMeta(p) && !inObject(p, desired) {
+			res.Stale = append(res.Stale, p.Copy())
+		}
+	})
+	return res, nil
 }
 
 func (m Migration) takesFrom(e metav1.ManagedFieldsEntry, apiVersion string) bool {
 	return e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" &&
-		e.APIVersion == apiVersion && slices.Contains(m.From, e.Manager)
+		e.APIVersion == apiVersion && (slices.Contains(m.From, e.Manager) || m.Self && e.Manager == m.To)
 }
 
 func (m Migration) isTarget(e metav1.ManagedFieldsEntry, apiVersion string) bool {
@@ -119,14 +131,15 @@ func inScope(p fieldpath.Path, desired map[string]any) bool {
 	if inObject(p, desired) {
 		return true
 	}
+	return isMeta(p) && !Protected(*p[2].FieldName)
+}
+
+// isMeta reports whether a path names one label or annotation.
+func isMeta(p fieldpath.Path) bool {
 	if len(p) != 3 || p[0].FieldName == nil || *p[0].FieldName != "metadata" || p[1].FieldName == nil || p[2].FieldName == nil {
 		return false
 	}
-	switch *p[1].FieldName {
-	case "labels", "annotations":
-		return !Protected(*p[2].FieldName)
-	}
-	return false
+	return *p[1].FieldName == "labels" || *p[1].FieldName == "annotations"
 }
 
 // protectedDomains are the key prefixes of labels and annotations that

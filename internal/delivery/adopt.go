@@ -5,26 +5,62 @@ import (
 	"fmt"
 	"time"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/apiaryhq/apiary/internal/adopt"
 )
 
-// adopt moves to the sink's field manager the fields that the previous
-// writers (DirectOptions.AdoptFrom) own on an object the sink is about to
-// apply for the first time, so that the apply makes the sink their only
-// owner, and fields they set that the desired object drops are removed.
-// The live object is read uncached, for its managedFields.
-func (d *Direct) adopt(ctx context.Context, it *item) error {
+// adopt takes over an object the sink is about to apply for the first time
+// (it lacks AnnotationAppliedDigest) when the previous writers
+// (DirectOptions.AdoptFrom) own fields of it: one Update, with the live
+// object's resourceVersion as precondition, moves their fields to the
+// sink's field manager (adopt.Migration), sets the desired fields and
+// removes the labels and annotations they set that the desired object
+// drops. It reports whether it wrote; when it did not, the caller applies
+// as usual. The live object is read uncached, for its managedFields.
+func (d *Direct) adopt(ctx context.Context, it *item) (bool, error) {
+	if !d.adoption.Enabled() {
+		return false, nil
+	}
+	live, err := d.readManaged(ctx, it)
+	if err != nil || live == nil {
+		return false, err
+	}
+	res, err := d.adoption.Plan(live.GetManagedFields(), it.obj.Object, time.Now())
+	if err != nil || res.Moved == 0 {
+		return false, err
+	}
+	obj, err := adopt.Adopted(live.Object, it.obj.Object, res)
+	if err != nil {
+		return false, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	if err := d.client.Update(ctx, u, client.FieldOwner(d.fieldManager)); err != nil {
+		return false, fmt.Errorf("taking over %d fields from %v: %w", res.Moved, d.adoption.From, err)
+	}
+	log.FromContext(ctx).Info("took over an object another controller wrote",
+		"object", it.id.describe(), "from", d.adoption.From, "fields", res.Moved, "removed", len(res.Stale))
+	return true, nil
+}
+
+// settle moves to the sink's apply entry, before it applies a change to an
+// object it adopted, the fields its adopting Update recorded under its own
+// Update entry, so that the apply removes those it no longer renders. It
+// writes only the managed fields, with a resourceVersion precondition, and
+// only when there is such an entry.
+func (d *Direct) settle(ctx context.Context, it *item) error {
 	if !d.adoption.Enabled() {
 		return nil
 	}
-	live, err := readLive(ctx, d.apiReader, d.scheme, it.gvk, client.ObjectKeyFromObject(it.obj))
+	live, err := d.readManaged(ctx, it)
 	if err != nil || live == nil {
 		return err
 	}
-	res, err := d.adoption.Plan(live.GetManagedFields(), it.obj.Object, time.Now())
+	self := adopt.Migration{To: d.fieldManager, Self: true}
+	res, err := self.Plan(live.GetManagedFields(), it.obj.Object, time.Now())
 	if err != nil || res.Moved == 0 {
 		return err
 	}
@@ -33,9 +69,26 @@ func (d *Direct) adopt(ctx context.Context, it *item) error {
 		return err
 	}
 	if err := d.client.Patch(ctx, live, patch, client.FieldOwner(d.fieldManager)); err != nil {
-		return fmt.Errorf("moving the ownership of %d fields to %s: %w", res.Moved, d.fieldManager, err)
+		return fmt.Errorf("moving %d fields of its adopting update to %s: %w", res.Moved, d.fieldManager, err)
 	}
-	log.FromContext(ctx).Info("took over the fields of an object another controller wrote",
-		"object", it.id.describe(), "from", d.adoption.From, "fields", res.Moved)
 	return nil
+}
+
+// readManaged reads the live object from the API server, with its managed
+// fields; nil when it does not exist.
+func (d *Direct) readManaged(ctx context.Context, it *item) (*unstructured.Unstructured, error) {
+	obj, err := readLive(ctx, d.apiReader, d.scheme, it.gvk, client.ObjectKeyFromObject(it.obj))
+	if err != nil || obj == nil {
+		return nil, err
+	}
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u, nil
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("converting the live object: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(it.gvk)
+	return u, nil
 }

@@ -1,6 +1,7 @@
 package delivery
 
 import (
+	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -40,7 +41,7 @@ func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns, owner, _ := setup(t, "adopt")
 	sink := NewDirect(mgr.GetClient(), mgr.GetAPIReader(), DirectOptions{AdoptFrom: []string{"manager"}})
-	legacyConfigMap(t, ns, "cm", map[string]string{"keep": "a", "later": "b", "dropped": "c", "k0rdent.mirantis.com/component": "kcm"},
+	before := legacyConfigMap(t, ns, "cm", map[string]string{"keep": "a", "later": "b", "dropped": "c", "k0rdent.mirantis.com/component": "kcm"},
 		map[string]string{"mode": "fast", "old": "x"})
 
 	want := configMap(ns, "cm", map[string]string{"mode": "fast"})
@@ -53,7 +54,14 @@ func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
 	g.Expect(got.GetLabels()).To(SatisfyAll(HaveKey("keep"), HaveKey("later"), Not(HaveKey("dropped")),
 		HaveKeyWithValue("k0rdent.mirantis.com/component", "kcm")), "the dropped label goes, k0rdent's stays")
 	g.Expect(got.Object["data"]).To(HaveKeyWithValue("old", "x"), "data the sink does not render stays with its writer")
-	g.Expect(managersOf(got)).To(ConsistOf("apiary/Apply", "manager/Update"))
+	g.Expect(managersOf(got)).To(ConsistOf("apiary/Apply", "apiary/Update", "manager/Update"),
+		"adopting is one Update: the fields it changed are the sink's Update entry's until its next apply")
+	rv := func(s string) int {
+		n, err := strconv.Atoi(s)
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}
+	g.Expect(rv(got.GetResourceVersion())).To(Equal(rv(before.GetResourceVersion())+1), "one write")
 
 	waitCached(t, want)
 	want.SetLabels(map[string]string{"keep": "a"})
@@ -62,6 +70,20 @@ func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
 	got, err = live(t, want)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.GetLabels()).NotTo(HaveKey("later"), "a label the writer set and the sink rendered, then dropped, goes")
+	g.Expect(managersOf(got)).To(ConsistOf("apiary/Apply", "manager/Update"), "the next apply settles the adopting Update's fields")
+	g.Expect(got.GetAnnotations()).To(HaveKey(AnnotationAppliedDigest))
+
+	waitCached(t, want)
+	want.SetAnnotations(map[string]string{"note": "n"})
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	waitCached(t, want)
+	want.SetAnnotations(nil)
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, res.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetAnnotations()).NotTo(HaveKey("note"), "removals propagate after settling")
 }
 
 // TestDirectApply_WithoutAdoptionTheWritersLabelsStay is the control: a

@@ -32,8 +32,10 @@ type DirectOptions struct {
 	// AdoptFrom are the field managers of client-side writers (Create and
 	// Update) whose fields the sink takes over, with adopt.Migration, the
 	// first time it applies an object it did not deliver (one without
-	// AnnotationAppliedDigest): the exalsius operator's "manager". Needs the
-	// sink's apiReader, as the manager's cache holds no managedFields.
+	// AnnotationAppliedDigest): the exalsius operator's "manager". Adopting
+	// is one Update; the next change the sink applies to that object first
+	// moves the fields of that Update to its apply entry. Needs the sink's
+	// apiReader, as the manager's cache holds no managedFields.
 	AdoptFrom []string
 }
 
@@ -290,8 +292,16 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 		}
 	}
 	if live != nil && live.GetAnnotations()[AnnotationAppliedDigest] == "" {
-		if err := d.adopt(ctx, it); err != nil {
-			return false, fmt.Errorf("%s: taking over its fields: %w", name, err)
+		adopted, err := d.adopt(ctx, it)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		if adopted {
+			return true, nil
+		}
+	} else if live != nil {
+		if err := d.settle(ctx, it); err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
 		}
 	}
 	obj := it.obj.DeepCopy()
