@@ -19,6 +19,10 @@ import (
 	"github.com/apiaryhq/apiary/internal/version"
 )
 
+// DefaultAdoptFieldManager is the exalsius operator's field manager: the
+// name of its binary, which controller-runtime uses when a client sets none.
+const DefaultAdoptFieldManager = "manager"
+
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
@@ -84,6 +88,14 @@ func main() {
 			"which must exist and be programmed on the regional and the child cluster.")
 	flag.StringVar(&opts.WorkspaceWaypointNamespace, "workspace-waypoint-namespace", mesh.DefaultWaypointNamespace,
 		"The namespace of the <cluster>-waypoint Gateways on regional and child clusters.")
+	opts.AdoptFieldManagers = []string{DefaultAdoptFieldManager}
+	flag.Func("adopt-field-managers", "Comma-separated field managers of client-side writers (Create and Update) whose fields "+
+		"Apiary takes over the first time it applies an object it did not create, so that fields it stops rendering are "+
+		"removed; default \""+DefaultAdoptFieldManager+"\", the exalsius operator's; empty disables it.",
+		func(v string) error {
+			opts.AdoptFieldManagers = splitList(v)
+			return nil
+		})
 	var git gitFlags
 	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}
