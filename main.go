@@ -1,6 +1,8 @@
 // Command apiary runs the Apiary controller manager. `apiary sandbox` runs it
 // against an embedded local control plane; `apiary render` prints offline what
-// Apiary would deliver; `apiary version` prints the version it was built as.
+// Apiary would deliver; `apiary version` prints the version it was built as;
+// `apiary uninstall` releases the finalizers and annotations only Apiary
+// releases, once it is scaled down for good (docs/migration.md).
 package main
 
 import (
@@ -16,6 +18,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
+	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/internal/version"
 )
 
@@ -32,6 +35,8 @@ func main() {
 			os.Exit(offline.Main(os.Args[2:]))
 		case "version":
 			os.Exit(version.Main(os.Args[2:], os.Stdout, os.Stderr))
+		case "uninstall":
+			os.Exit(uninstall.Main(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 
