@@ -130,7 +130,7 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	class := operatorClass(t, ns, "prereq-"+ns, map[string]any{"image": "jupyter"}, workspacesv1.PrerequisiteSpec{
 		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "cert-manager-1-16", Namespace: ns}, Namespace: ns,
 	})
-	r := operatorWorkspace(t, ns, "nb", class.Name, renderedValues, map[string]any{"password": "x"})
+	r := operatorWorkspace(t, ns, "pre", class.Name, renderedValues, map[string]any{"password": "x"})
 	w := watchServiceSets(t, ns)
 
 	apiary(t)
