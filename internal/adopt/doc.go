@@ -24,7 +24,15 @@
 //   - nothing else moves: finalizers, status, and spec fields Apiary does
 //     not render stay with their owner and are left alone by Apiary.
 //
-// Plan is a pure function of the managedFields and the desired object; Patch
-// writes its result with a precondition on the object's resourceVersion, so
-// that a write by anyone in between makes it fail with a conflict.
+// Plan is a pure function of the managedFields and the desired object.
+// Adopted turns the live object, the desired one and Plan's result into the
+// object of a single Update (with the live resourceVersion as precondition,
+// so that a write by anyone in between makes it fail with a conflict): the
+// desired fields set, the previous writer's labels and annotations that the
+// desired object drops (Result.Stale) removed, the planned managed fields.
+// Adopting an object is then one write. The API server records the fields
+// that Update changed under the apply manager's own Update entry; a
+// Migration with Self moves that entry whole to the apply entry, and Patch
+// writes only managed fields, also with a resourceVersion precondition, so
+// that the apply manager's next apply owns everything it renders.
 package adopt

@@ -177,3 +177,47 @@ func TestPatchNeedsAResourceVersion(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(data)).To(ContainSubstring(`{"op":"replace","path":"/metadata/resourceVersion","value":"42"}`))
 }
+
+func TestPlanReportsStaleLabelsAndTakesItsOwnUpdateEntry(t *testing.T) {
+	g := NewWithT(t)
+	m := Migration{From: []string{"manager"}, To: "apiary", Self: true}
+	res, err := m.Plan([]metav1.ManagedFieldsEntry{
+		entry("manager", metav1.ManagedFieldsOperationUpdate, "", operatorFields),
+		entry("apiary", metav1.ManagedFieldsOperationUpdate, "", `{"f:spec":{"f:ipamClaim":{}},"f:metadata":{"f:labels":{"f:k0rdent.mirantis.com/owned":{}}}}`),
+	}, desiredCD(), time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	var stale []string
+	for _, p := range res.Stale {
+		stale = append(stale, p.String())
+	}
+	g.Expect(stale).To(ConsistOf(".metadata.labels.dropped", ".metadata.annotations.note", ".metadata.labels.k0rdent.mirantis.com/owned"),
+		"the operator's labels and annotations the render drops, and all of Apiary's own Update entry")
+	g.Expect(owned(g, res.ManagedFields, "apiary", metav1.ManagedFieldsOperationUpdate)).To(BeNil(), "its own Update entry is emptied")
+	apply := owned(g, res.ManagedFields, "apiary", metav1.ManagedFieldsOperationApply)
+	g.Expect(apply["f:spec"]).To(HaveKey("f:ipamClaim"), "its own fields move whole, even out of the operator's scope")
+}
+
+func TestAdoptedMergesDesiredIntoLive(t *testing.T) {
+	g := NewWithT(t)
+	live := map[string]any{
+		"apiVersion": v1beta1, "kind": "ClusterDeployment",
+		"metadata": map[string]any{"name": "c-a", "namespace": "ns", "resourceVersion": "7",
+			"labels":     map[string]any{"team": "a", "dropped": "yes", "k0rdent.mirantis.com/component": "kcm"},
+			"finalizers": []any{"k0rdent.mirantis.com/cluster-deployment"}},
+		"spec":   map[string]any{"template": "old", "config": map[string]any{"region": "us", "old": "x"}, "ipamClaim": map[string]any{"ref": "r"}},
+		"status": map[string]any{"phase": "Ready"},
+	}
+	res := Result{Stale: []fieldpath.Path{path("metadata", "labels", "dropped")},
+		ManagedFields: []metav1.ManagedFieldsEntry{entry("apiary", metav1.ManagedFieldsOperationApply, "", `{}`)}}
+	out, err := Adopted(live, desiredCD(), res)
+	g.Expect(err).NotTo(HaveOccurred())
+	meta := out["metadata"].(map[string]any)
+	g.Expect(meta["labels"]).To(Equal(map[string]any{"team": "a", "apiary.exalsius.ai/owner-kind": "Colony", "k0rdent.mirantis.com/component": "kcm"}))
+	g.Expect(meta["resourceVersion"]).To(Equal("7"), "the precondition of the Update")
+	g.Expect(meta["finalizers"]).To(Equal([]any{"k0rdent.mirantis.com/cluster-deployment"}))
+	g.Expect(meta["ownerReferences"]).To(HaveLen(1))
+	g.Expect(meta["managedFields"]).To(HaveLen(1))
+	g.Expect(out["spec"]).To(Equal(map[string]any{"template": "tpl", "config": map[string]any{"region": "eu", "old": "x"}, "ipamClaim": map[string]any{"ref": "r"}}),
+		"desired fields set, fields it does not render kept (the next apply removes those Apiary owns)")
+	g.Expect(live["metadata"].(map[string]any)["labels"]).To(HaveKey("dropped"), "live is not modified")
+}
