@@ -2,6 +2,8 @@ package takeover_test
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,7 +35,7 @@ const (
 // TestRunningWorkspacesAreAdoptedInPlace: three workspaces the exalsius
 // operator deployed are taken over by Apiary without their ServiceSets
 // being deleted or re-created and without their releases being installed
-// again. Each ServiceSet is written once (Apiary's labels, annotation and
+// again; the two whose render means the same stay Running throughout. Each ServiceSet is written once (Apiary's labels, annotation and
 // field ownership); its spec changes only for the workspace whose values
 // Apiary renders differently, which is upgraded once. A restart of Apiary
 // writes nothing more. Deleting an adopted workspace releases the
@@ -57,6 +59,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 		g.Expect([]int{installs, upgrades}).To(Equal([]int{1, 0}), "%s: the operator's install", name)
 	}
 	w := watchServiceSets(t, ns)
+	phases := watchPhases(t, ns)
 
 	m := apiary(t)
 	for name, r := range ws {
@@ -97,6 +100,10 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 			"%s: the operator's field manager owns none of the spec any more", name)
 		g.Expect(managerOwns(g, got, delivery.DefaultFieldManager, metav1.ManagedFieldsOperationApply, "f:spec", "f:cluster")).To(BeTrue(), name)
 	}
+	g.Expect(phases.seen("same")).To(ConsistOf(workspacesv1.PhaseRunning), "adopting it never shows another phase")
+	g.Expect(phases.seen("reworded")).To(ConsistOf(workspacesv1.PhaseRunning))
+	t.Logf("stale: phases seen while adopted and upgraded: %v", phases.seen("stale"))
+	g.Expect(phases.seen("stale")).To(SatisfyAll(ContainElement(workspacesv1.PhaseRunning), Not(ContainElement(workspacesv1.PhaseFailed))))
 	g.Expect(serviceSetValues(g, ns, "wsd-c1-reworded")).To(Equal(rewordedValues), "equivalent values are kept as written")
 	g.Expect(serviceSetValues(g, ns, "wsd-c1-stale")).To(Equal(renderedValues), "the class's current defaults reach the stale one")
 
@@ -174,4 +181,45 @@ func serviceSetValues(g Gomega, ns, name string) string {
 	g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ss)).To(Succeed())
 	g.Expect(ss.Spec.Services).To(HaveLen(1))
 	return ss.Spec.Services[0].Values
+}
+
+// phaseLog records the distinct phases each workspace of a namespace shows
+// from now on.
+type phaseLog struct {
+	mu     sync.Mutex
+	phases map[string][]workspacesv1.WorkspacePhase
+}
+
+func (l *phaseLog) seen(name string) []workspacesv1.WorkspacePhase {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]workspacesv1.WorkspacePhase(nil), l.phases[name]...)
+}
+
+func watchPhases(t *testing.T, ns string) *phaseLog {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	watcher, err := wc.Watch(context.Background(), &workspacesv1.WorkspaceDeploymentList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(watcher.Stop)
+	l := &phaseLog{phases: map[string][]workspacesv1.WorkspacePhase{}}
+	go func() {
+		for ev := range watcher.ResultChan() {
+			w, ok := ev.Object.(*workspacesv1.WorkspaceDeployment)
+			if !ok || w.DeletionTimestamp != nil {
+				continue
+			}
+			l.mu.Lock()
+			if !slices.Contains(l.phases[w.Name], w.Status.Phase) {
+				l.phases[w.Name] = append(l.phases[w.Name], w.Status.Phase)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return l
 }
