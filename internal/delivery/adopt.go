@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -75,20 +74,16 @@ func (d *Direct) settle(ctx context.Context, it *item) error {
 }
 
 // readManaged reads the live object from the API server, with its managed
-// fields; nil when it does not exist.
+// fields and as unstructured, so that fields the scheme's Go types lack are
+// kept by the adopting Update; nil when it does not exist.
 func (d *Direct) readManaged(ctx context.Context, it *item) (*unstructured.Unstructured, error) {
-	obj, err := readLive(ctx, d.apiReader, d.scheme, it.gvk, client.ObjectKeyFromObject(it.obj))
-	if err != nil || obj == nil {
-		return nil, err
+	if d.apiReader == nil {
+		return nil, fmt.Errorf("taking over needs an uncached reader")
 	}
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u, nil
-	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("converting the live object: %w", err)
-	}
-	u := &unstructured.Unstructured{Object: m}
+	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(it.gvk)
+	if err := d.apiReader.Get(ctx, client.ObjectKeyFromObject(it.obj), u); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
 	return u, nil
 }

@@ -8,7 +8,9 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,6 +43,10 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old.Cluster), cd)).To(Succeed())
 		g.Expect(cd.Labels).To(HaveKey("dropped"))
 	}, timeout, poll).Should(Succeed())
+	// kcm sets serviceSpec fields Apiary does not render; they stay.
+	kcm := client.WithFieldOwner(env.Client, "kcm")
+	patch := []byte(`{"spec":{"serviceSpec":{"syncMode":"Continuous","stopOnConflict":true}}}`)
+	g.Expect(kcm.Patch(ctx, old.Cluster.DeepCopy(), client.RawPatch(types.MergePatchType, patch))).To(Succeed())
 	events := watchClusterDeployments(t, ns)
 
 	apiary(t)
@@ -53,6 +59,11 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 	g.Expect(cd.Labels).To(SatisfyAll(HaveKeyWithValue("team", "a"), HaveKeyWithValue("tier", "gold"), Not(HaveKey("dropped"))),
 		"the label the operator kept after the Colony dropped it is removed")
 	g.Expect(cd.Annotations).To(HaveKeyWithValue("note", "kept"))
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ClusterDeployment"))
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), u)).To(Succeed())
+	g.Expect(u.Object["spec"]).To(HaveKeyWithValue("serviceSpec", SatisfyAll(
+		HaveKeyWithValue("syncMode", "Continuous"), HaveKeyWithValue("stopOnConflict", true))), "kcm's fields are kept")
 	g.Expect(cd.OwnerReferences).To(ContainElement(SatisfyAll(HaveField("UID", old.Colony.UID), HaveField("Controller", HaveValue(BeTrue())))))
 	for _, path := range [][]string{
 		{"f:metadata", "f:labels", "f:team"},
