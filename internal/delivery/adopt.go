@@ -12,6 +12,19 @@ import (
 	"github.com/apiaryhq/apiary/internal/adopt"
 )
 
+// takeOver runs before the sink applies an object that exists: it adopts
+// one the sink did not deliver (adopt), and settles the adopting Update of
+// one it did (settle). It reports whether it wrote the object already.
+func (d *Direct) takeOver(ctx context.Context, it *item, live client.Object) (bool, error) {
+	if live == nil || !d.adoption.Enabled() {
+		return false, nil
+	}
+	if live.GetAnnotations()[AnnotationAppliedDigest] == "" {
+		return d.adopt(ctx, it)
+	}
+	return false, d.settle(ctx, it)
+}
+
 // adopt takes over an object the sink is about to apply for the first time
 // (it lacks AnnotationAppliedDigest) when the previous writers
 // (DirectOptions.AdoptFrom) own fields of it: one Update, with the live

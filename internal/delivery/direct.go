@@ -29,13 +29,9 @@ type DirectOptions struct {
 	// the same informers as the rest of the manager); the client's scheme
 	// when nil.
 	Scheme *runtime.Scheme
-	// AdoptFrom are the field managers of client-side writers (Create and
-	// Update) whose fields the sink takes over, with adopt.Migration, the
-	// first time it applies an object it did not deliver (one without
-	// AnnotationAppliedDigest): the exalsius operator's "manager". Adopting
-	// is one Update; the next change the sink applies to that object first
-	// moves the fields of that Update to its apply entry. Needs the sink's
-	// apiReader, as the manager's cache holds no managedFields.
+	// AdoptFrom are the field managers of client-side writers whose fields
+	// the sink takes over (takeOver in adopt.go) on objects it did not
+	// deliver, e.g. the exalsius operator's "manager". Needs the apiReader.
 	AdoptFrom []string
 }
 
@@ -291,18 +287,11 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 			}
 		}
 	}
-	if live != nil && live.GetAnnotations()[AnnotationAppliedDigest] == "" {
-		adopted, err := d.adopt(ctx, it)
+	if adopted, err := d.takeOver(ctx, it, live); err != nil || adopted {
 		if err != nil {
 			return false, fmt.Errorf("%s: %w", name, err)
 		}
-		if adopted {
-			return true, nil
-		}
-	} else if live != nil {
-		if err := d.settle(ctx, it); err != nil {
-			return false, fmt.Errorf("%s: %w", name, err)
-		}
+		return true, nil
 	}
 	obj := it.obj.DeepCopy()
 	err = d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),
