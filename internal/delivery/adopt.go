@@ -3,6 +3,7 @@ package delivery
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,13 +17,19 @@ import (
 // one the sink did not deliver (adopt), and settles the adopting Update of
 // one it did (settle). It reports whether it wrote the object already.
 func (d *Direct) takeOver(ctx context.Context, it *item, live client.Object) (bool, error) {
-	if live == nil || !d.adoption.Enabled() {
+	if live == nil || d.apiReader == nil {
 		return false, nil
 	}
 	if live.GetAnnotations()[AnnotationAppliedDigest] == "" {
+		if !d.adoption.Enabled() {
+			return false, nil
+		}
 		return d.adopt(ctx, it)
 	}
-	return false, d.settle(ctx, it)
+	if _, ok := live.GetAnnotations()[AnnotationAdopted]; ok {
+		return false, d.settle(ctx, it)
+	}
+	return false, nil
 }
 
 // adopt takes over an object the sink is about to apply for the first time
@@ -34,9 +41,6 @@ func (d *Direct) takeOver(ctx context.Context, it *item, live client.Object) (bo
 // drops. It reports whether it wrote; when it did not, the caller applies
 // as usual. The live object is read uncached, for its managedFields.
 func (d *Direct) adopt(ctx context.Context, it *item) (bool, error) {
-	if !d.adoption.Enabled() {
-		return false, nil
-	}
 	live, err := d.readManaged(ctx, it)
 	if err != nil || live == nil {
 		return false, err
@@ -50,6 +54,12 @@ func (d *Direct) adopt(ctx context.Context, it *item) (bool, error) {
 		return false, err
 	}
 	u := &unstructured.Unstructured{Object: obj}
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[AnnotationAdopted] = strings.Join(d.adoption.From, ",")
+	u.SetAnnotations(ann)
 	if err := d.client.Update(ctx, u, client.FieldOwner(d.fieldManager)); err != nil {
 		return false, fmt.Errorf("taking over %d fields from %v: %w", res.Moved, d.adoption.From, err)
 	}
@@ -59,24 +69,24 @@ func (d *Direct) adopt(ctx context.Context, it *item) (bool, error) {
 }
 
 // settle moves to the sink's apply entry, before it applies a change to an
-// object it adopted, the fields its adopting Update recorded under its own
-// Update entry, so that the apply removes those it no longer renders. It
-// writes only the managed fields, with a resourceVersion precondition, and
-// only when there is such an entry.
+// object it adopted (one with AnnotationAdopted), the fields its adopting
+// Update recorded under its own Update entry, so that the apply removes those
+// it no longer renders. It writes only the managed fields and removes the
+// annotation, with a resourceVersion precondition.
 func (d *Direct) settle(ctx context.Context, it *item) error {
-	if !d.adoption.Enabled() {
-		return nil
-	}
 	live, err := d.readManaged(ctx, it)
 	if err != nil || live == nil {
 		return err
 	}
+	if _, ok := live.GetAnnotations()[AnnotationAdopted]; !ok {
+		return nil // settled since the cache saw it
+	}
 	self := adopt.Migration{To: d.fieldManager, Self: true}
 	res, err := self.Plan(live.GetManagedFields(), it.obj.Object, time.Now())
-	if err != nil || res.Moved == 0 {
+	if err != nil {
 		return err
 	}
-	patch, err := adopt.Patch(res.ManagedFields, live.GetResourceVersion())
+	patch, err := adopt.Patch(res.ManagedFields, live.GetResourceVersion(), AnnotationAdopted)
 	if err != nil {
 		return err
 	}

@@ -62,6 +62,7 @@ func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
 		return n
 	}
 	g.Expect(rv(got.GetResourceVersion())).To(Equal(rv(before.GetResourceVersion())+1), "one write")
+	g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(AnnotationAdopted, "manager"), "to be settled by the next change")
 
 	waitCached(t, want)
 	want.SetLabels(map[string]string{"keep": "a"})
@@ -71,6 +72,7 @@ func TestDirectApply_AdoptsFieldsOfAClientSideWriter(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.GetLabels()).NotTo(HaveKey("later"), "a label the writer set and the sink rendered, then dropped, goes")
 	g.Expect(managersOf(got)).To(ConsistOf("apiary/Apply", "manager/Update"), "the next apply settles the adopting Update's fields")
+	g.Expect(got.GetAnnotations()).NotTo(HaveKey(AnnotationAdopted))
 	g.Expect(got.GetAnnotations()).To(HaveKey(AnnotationAppliedDigest))
 
 	waitCached(t, want)

@@ -63,9 +63,7 @@ func NewDirect(c client.Client, apiReader client.Reader, opts DirectOptions) *Di
 	if d.fieldManager == "" {
 		d.fieldManager = DefaultFieldManager
 	}
-	if apiReader != nil {
-		d.adoption = adopt.Migration{From: opts.AdoptFrom, To: d.fieldManager}
-	}
+	d.adoption = adopt.Migration{From: opts.AdoptFrom, To: d.fieldManager}
 	d.mapper = c.RESTMapper()
 	return d
 }

@@ -33,7 +33,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")
 		fmt.Fprintln(stderr, "Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,")
-		fmt.Fprintln(stderr, "the applied-digest and prerequisite-unused-since annotations), after Apiary is scaled down.")
+		fmt.Fprintln(stderr, "the applied-digest, adopted and prerequisite-unused-since annotations), after Apiary is scaled down.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

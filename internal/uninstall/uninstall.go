@@ -36,7 +36,7 @@ var Finalizers = []string{workspacesv1.WorkspaceClassFinalizer}
 
 // Annotations are the annotations only Apiary writes on objects it
 // delivers, which nothing reads once it is gone.
-var Annotations = []string{delivery.AnnotationAppliedDigest, prerequisite.AnnotationUnusedSince}
+var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince}
 
 // Options configure Run.
 type Options struct {

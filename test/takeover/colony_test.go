@@ -58,7 +58,7 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 	g.Expect(cd.UID).To(Equal(old.Cluster.UID), "the same ClusterDeployment")
 	g.Expect(cd.Labels).To(SatisfyAll(HaveKeyWithValue("team", "a"), HaveKeyWithValue("tier", "gold"), Not(HaveKey("dropped"))),
 		"the label the operator kept after the Colony dropped it is removed")
-	g.Expect(cd.Annotations).To(HaveKeyWithValue("note", "kept"))
+	g.Expect(cd.Annotations).To(SatisfyAll(HaveKeyWithValue("note", "kept"), HaveKeyWithValue(delivery.AnnotationAdopted, operatorFieldManager)))
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ClusterDeployment"))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), u)).To(Succeed())
@@ -93,6 +93,9 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 	}, timeout, poll).Should(Succeed(), "a label and a config key removed from the Colony are removed")
 	g.Expect(cd.UID).To(Equal(old.Cluster.UID))
 	g.Expect(cd.Labels).To(HaveKeyWithValue("team", "a"))
+	g.Expect(cd.Annotations).NotTo(HaveKey(delivery.AnnotationAdopted), "settled by the change")
+	g.Expect(managerOwns(g, cd, delivery.DefaultFieldManager, metav1.ManagedFieldsOperationUpdate)).To(BeFalse(),
+		"what the adopting Update wrote is Apiary's applied fields now")
 
 	// The aggregated Secret keeps its name and references.
 	secret := &corev1.Secret{}
