@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -17,6 +18,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/test/managertest"
 )
 
@@ -141,4 +143,28 @@ func watchClusterDeployments(t *testing.T, ns string) *cdEvents {
 		}
 	}()
 	return e
+}
+
+// TestWithoutAdoptionTheOperatorKeepsItsFields is the control: with
+// --adopt-field-managers empty, Apiary applies over the operator's
+// ClusterDeployment, the same object, but the operator's field manager
+// stays a co-owner of what Apiary renders, so the label it left stays.
+func TestWithoutAdoptionTheOperatorKeepsItsFields(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "noadopt")
+	managertest.Templates(t, env.Client, ns)
+	entry := infrav1.ColonyCluster{ClusterName: "a", ClusterLabels: map[string]string{"team": "a"}}
+	old := operatorColony(t, ns, "col", entry, map[string]any{"template": "tpl", "credential": "cred", "config": map[string]any{}}, "dropped")
+	managertest.Start(t, manager.Options{RestConfig: env.Config, InventoryInterval: time.Minute, NoCrossNamespaceRefs: true})
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old.Cluster), cd)).To(Succeed())
+		g.Expect(cd.Annotations).To(HaveKey(delivery.AnnotationAppliedDigest))
+	}, timeout, poll).Should(Succeed())
+	g.Expect(cd.UID).To(Equal(old.Cluster.UID))
+	g.Expect(cd.Labels).To(HaveKey("dropped"), "nothing removes it")
+	g.Expect(cd.Annotations).NotTo(HaveKey(delivery.AnnotationAdopted))
+	g.Expect(managerOwns(g, cd, operatorFieldManager, metav1.ManagedFieldsOperationUpdate, "f:metadata", "f:labels", "f:team")).To(BeTrue(),
+		"the operator still co-owns the label Apiary renders")
 }

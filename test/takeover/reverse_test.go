@@ -37,7 +37,7 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "reverse-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
 		DisplayName: "reverse", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
-	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: "rev", Namespace: ns},
+	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: unique(ns, "rev"), Namespace: ns},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
 			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns}}}
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
@@ -68,7 +68,7 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 	code := uninstall.Main([]string{"--kubeconfig", kubeconfigFile(t), "--leader-election-namespace", ns, "--force", "--dry-run"}, &out, &errOut)
 	g.Expect(code).To(Equal(0), errOut.String())
 	g.Expect(out.String()).To(SatisfyAll(ContainSubstring("WorkspaceClass "+class.Name+": removing finalizer "+workspacesv1.WorkspaceClassFinalizer),
-		ContainSubstring("ServiceSet "+ns+"/wsd-c1-rev: removing Apiary's annotations"), ContainSubstring("would remove")))
+		ContainSubstring("ServiceSet "+ns+"/wsd-c1-"+w.Name+": removing Apiary's annotations"), ContainSubstring("would remove")))
 	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
 
 	// Once the Lease expires (Apiary scaled down), it releases them.
@@ -81,7 +81,7 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 		return apierrorsIsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(class), &workspacesv1.WorkspaceClass{}))
 	}, timeout, poll).Should(BeTrue(), "the class is deleted")
 	ss := &k0rdentv1beta1.ServiceSet{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-rev"}, ss)).To(Succeed())
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-" + w.Name}, ss)).To(Succeed())
 	g.Expect(ss.Annotations).NotTo(HaveKey(delivery.AnnotationAppliedDigest))
 	again, err := uninstall.Run(ctx, env.Client, opts)
 	g.Expect(err).NotTo(HaveOccurred())

@@ -3,6 +3,7 @@ package takeover_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -48,14 +49,14 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	class := operatorClass(t, ns, "jupyter-"+ns, map[string]any{"image": "jupyter"})
 	user := map[string]any{"password": "x"}
 	ws := map[string]running{
-		"same":     operatorWorkspace(t, ns, "same", class.Name, renderedValues, user),
-		"reworded": operatorWorkspace(t, ns, "reworded", class.Name, rewordedValues, user),
-		"stale":    operatorWorkspace(t, ns, "stale", class.Name, staleValues, user),
+		"same":     operatorWorkspace(t, ns, unique(ns, "same"), class.Name, renderedValues, user),
+		"reworded": operatorWorkspace(t, ns, unique(ns, "reworded"), class.Name, rewordedValues, user),
+		"stale":    operatorWorkspace(t, ns, unique(ns, "stale"), class.Name, staleValues, user),
 	}
 	uids := map[string]types.UID{}
 	for name, r := range ws {
 		uids[name] = r.ServiceSet.UID
-		installs, upgrades := releaseCounts(ns, "ws-"+name, r.ServiceSet.Name)
+		installs, upgrades := releaseCounts(ns, "ws-"+r.Workspace.Name, r.ServiceSet.Name)
 		g.Expect([]int{installs, upgrades}).To(Equal([]int{1, 0}), "%s: the operator's install", name)
 	}
 	w := watchServiceSets(t, ns)
@@ -91,7 +92,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 		updates, specs, deletes := w.counts(got.Name)
 		t.Logf("%s: %d updates, %d spec changes, %d deletes of ServiceSet %s", name, updates, specs, deletes, got.Name)
 		g.Expect([3]int{updates, specs, deletes}).To(Equal(want[name]), name)
-		installs, upgrades := releaseCounts(ns, "ws-"+name, got.Name)
+		installs, upgrades := releaseCounts(ns, "ws-"+r.Workspace.Name, got.Name)
 		t.Logf("%s: release %s installed %d times, upgraded %d times", name, got.Name, installs, upgrades)
 		g.Expect(installs).To(Equal(1), "%s: never installed again", name)
 		g.Expect(upgrades).To(Equal(want[name][1]), "%s: upgraded only when its spec changed", name)
@@ -100,12 +101,12 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 			"%s: the operator's field manager owns none of the spec any more", name)
 		g.Expect(managerOwns(g, got, delivery.DefaultFieldManager, metav1.ManagedFieldsOperationApply, "f:spec", "f:cluster")).To(BeTrue(), name)
 	}
-	g.Expect(phases.seen("same")).To(ConsistOf(workspacesv1.PhaseRunning), "adopting it never shows another phase")
-	g.Expect(phases.seen("reworded")).To(ConsistOf(workspacesv1.PhaseRunning))
-	t.Logf("stale: phases seen while adopted and upgraded: %v", phases.seen("stale"))
-	g.Expect(phases.seen("stale")).To(SatisfyAll(ContainElement(workspacesv1.PhaseRunning), Not(ContainElement(workspacesv1.PhaseFailed))))
-	g.Expect(serviceSetValues(g, ns, "wsd-c1-reworded")).To(Equal(rewordedValues), "equivalent values are kept as written")
-	g.Expect(serviceSetValues(g, ns, "wsd-c1-stale")).To(Equal(renderedValues), "the class's current defaults reach the stale one")
+	g.Expect(phases.seen(ws["same"].Workspace.Name)).To(ConsistOf(workspacesv1.PhaseRunning), "adopting it never shows another phase")
+	g.Expect(phases.seen(ws["reworded"].Workspace.Name)).To(ConsistOf(workspacesv1.PhaseRunning))
+	t.Logf("stale: phases seen while adopted and upgraded: %v", phases.seen(ws["stale"].Workspace.Name))
+	g.Expect(phases.seen(ws["stale"].Workspace.Name)).To(SatisfyAll(ContainElement(workspacesv1.PhaseRunning), Not(ContainElement(workspacesv1.PhaseFailed))))
+	g.Expect(serviceSetValues(g, ns, ws["reworded"].ServiceSet.Name)).To(Equal(rewordedValues), "equivalent values are kept as written")
+	g.Expect(serviceSetValues(g, ns, ws["stale"].ServiceSet.Name)).To(Equal(renderedValues), "the class's current defaults reach the stale one")
 
 	// The operator's finalizer is released on delete, after the ServiceSet
 	// and its release are gone.
@@ -113,7 +114,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	managertest.DeleteAndWait(t, env.Client, same.Workspace)
 	g.Expect(apierrorsIsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(same.ServiceSet), &k0rdentv1beta1.ServiceSet{}))).To(BeTrue())
 	g.Eventually(func() error {
-		return child.Client.Get(ctx, client.ObjectKey{Namespace: "ws-same", Name: same.ServiceSet.Name + standin.InstalledConfigMapSuffix}, &corev1.ConfigMap{})
+		return child.Client.Get(ctx, client.ObjectKey{Namespace: "ws-" + same.Workspace.Name, Name: same.ServiceSet.Name + standin.InstalledConfigMapSuffix}, &corev1.ConfigMap{})
 	}, timeout, poll).ShouldNot(Succeed(), "the release is uninstalled")
 	for _, name := range []string{"reworded", "stale"} {
 		managertest.DeleteAndWait(t, env.Client, ws[name].Workspace)
@@ -137,7 +138,7 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	class := operatorClass(t, ns, "prereq-"+ns, map[string]any{"image": "jupyter"}, workspacesv1.PrerequisiteSpec{
 		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "cert-manager-1-16", Namespace: ns}, Namespace: ns,
 	})
-	r := operatorWorkspace(t, ns, "pre", class.Name, renderedValues, map[string]any{"password": "x"})
+	r := operatorWorkspace(t, ns, unique(ns, "pre"), class.Name, renderedValues, map[string]any{"password": "x"})
 	w := watchServiceSets(t, ns)
 
 	apiary(t)
@@ -223,3 +224,8 @@ func watchPhases(t *testing.T, ns string) *phaseLog {
 	}()
 	return l
 }
+
+// unique names a workspace after the random suffix of its test's namespace,
+// as its child namespace ws-<name> is on the child cluster all tests share
+// (envtest never finishes deleting a namespace).
+func unique(ns, name string) string { return name + ns[strings.LastIndex(ns, "-"):] }
