@@ -1,10 +1,12 @@
 package delivery
 
 import (
+	"context"
 	"strconv"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -131,4 +133,54 @@ func TestDirectApply_AdoptsOnlyWhatItDidNotDeliver(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Object["data"]).To(HaveKeyWithValue("mode", "slow"))
 	g.Expect(got.GetLabels()).To(HaveKeyWithValue("written-later", "yes"))
+}
+
+// racingReader is an uncached reader after whose first Get another writer
+// changes the object, as a controller still running would.
+type racingReader struct {
+	client.Reader
+	t    *testing.T
+	done bool
+}
+
+func (r *racingReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := r.Reader.Get(ctx, key, obj, opts...); err != nil || r.done {
+		return err
+	}
+	r.done = true
+	other := obj.DeepCopyObject().(client.Object)
+	other.SetLabels(map[string]string{"written-between": "yes"})
+	if err := env.Client.Update(ctx, other, client.FieldOwner("manager")); err != nil {
+		r.t.Fatal(err)
+	}
+	return nil
+}
+
+// TestDirectApply_AdoptingFailsOnAConcurrentWrite: the adopting Update
+// carries the resourceVersion it planned from, so a write in between makes
+// it fail with a conflict instead of overwriting that write; the next
+// Apply adopts the new object.
+func TestDirectApply_AdoptingFailsOnAConcurrentWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns, owner, _ := setup(t, "adoptrace")
+	legacyConfigMap(t, ns, "cm", map[string]string{"keep": "a"}, map[string]string{"mode": "fast"})
+	reader := &racingReader{Reader: mgr.GetAPIReader(), t: t}
+	sink := NewDirect(mgr.GetClient(), reader, DirectOptions{AdoptFrom: []string{"manager"}})
+	want := configMap(ns, "cm", map[string]string{"mode": "slow"})
+	want.SetLabels(map[string]string{"keep": "a"})
+	_, err := sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil)
+	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a conflict: %v", err)
+	got, err := live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.GetLabels()).To(HaveKeyWithValue("written-between", "yes"), "the write in between is kept")
+	g.Expect(got.Object["data"]).To(HaveKeyWithValue("mode", "fast"))
+
+	waitCached(t, got)
+	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	got, err = live(t, want)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(got.Object["data"]).To(HaveKeyWithValue("mode", "slow"))
+	g.Expect(got.GetLabels()).To(SatisfyAll(HaveKeyWithValue("keep", "a"), Not(HaveKey("written-between"))),
+		"adopted on the next Apply, the writer's label the render lacks removed")
 }
