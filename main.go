@@ -1,6 +1,8 @@
 // Command apiary runs the Apiary controller manager. `apiary sandbox` runs it
 // against an embedded local control plane; `apiary render` prints offline what
-// Apiary would deliver; `apiary version` prints the version it was built as.
+// Apiary would deliver; `apiary version` prints the version it was built as;
+// `apiary uninstall` releases the finalizers and annotations only Apiary
+// releases, once it is scaled down for good (docs/migration.md).
 package main
 
 import (
@@ -16,8 +18,13 @@ import (
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/sandbox"
+	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/internal/version"
 )
+
+// DefaultAdoptFieldManager is the exalsius operator's field manager: the
+// name of its binary, which controller-runtime uses when a client sets none.
+const DefaultAdoptFieldManager = "manager"
 
 func main() {
 	if len(os.Args) > 1 {
@@ -28,6 +35,8 @@ func main() {
 			os.Exit(offline.Main(os.Args[2:]))
 		case "version":
 			os.Exit(version.Main(os.Args[2:], os.Stdout, os.Stderr))
+		case "uninstall":
+			os.Exit(uninstall.Main(os.Args[2:], os.Stdout, os.Stderr))
 		}
 	}
 
@@ -84,6 +93,14 @@ func main() {
 			"which must exist and be programmed on the regional and the child cluster.")
 	flag.StringVar(&opts.WorkspaceWaypointNamespace, "workspace-waypoint-namespace", mesh.DefaultWaypointNamespace,
 		"The namespace of the <cluster>-waypoint Gateways on regional and child clusters.")
+	opts.AdoptFieldManagers = []string{DefaultAdoptFieldManager}
+	flag.Func("adopt-field-managers", "Comma-separated field managers of client-side writers (Create and Update) whose fields "+
+		"Apiary takes over the first time it applies an object it did not create, so that fields it stops rendering are "+
+		"removed; default \""+DefaultAdoptFieldManager+"\", the exalsius operator's; empty disables it.",
+		func(v string) error {
+			opts.AdoptFieldManagers = splitList(v)
+			return nil
+		})
 	var git gitFlags
 	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}

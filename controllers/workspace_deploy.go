@@ -67,6 +67,11 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 		}
 	}
 	d.Mode = r.Sink.Mode()
+	if asGit(r.Sink) == nil {
+		if err := r.keepAdoptedValues(ctx, desired.objects); err != nil {
+			return stopWith(0), err
+		}
+	}
 	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), desired.objects, d.Inventory)
 	if result != nil {
 		d.Inventory = result.Inventory

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/adopt"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the direct sink.
@@ -28,6 +29,10 @@ type DirectOptions struct {
 	// the same informers as the rest of the manager); the client's scheme
 	// when nil.
 	Scheme *runtime.Scheme
+	// AdoptFrom are the field managers of client-side writers whose fields
+	// the sink takes over (takeOver in adopt.go) on objects it did not
+	// deliver, e.g. the exalsius operator's "manager". Needs the apiReader.
+	AdoptFrom []string
 }
 
 // Direct is the sink that applies objects to the cluster with server-side
@@ -38,6 +43,7 @@ type Direct struct {
 	scheme       *runtime.Scheme
 	mapper       meta.RESTMapper
 	fieldManager string
+	adoption     adopt.Migration
 }
 
 var _ Sink = (*Direct)(nil)
@@ -57,6 +63,7 @@ func NewDirect(c client.Client, apiReader client.Reader, opts DirectOptions) *Di
 	if d.fieldManager == "" {
 		d.fieldManager = DefaultFieldManager
 	}
+	d.adoption = adopt.Migration{From: opts.AdoptFrom, To: d.fieldManager}
 	d.mapper = c.RESTMapper()
 	return d
 }
@@ -277,6 +284,12 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 				return false, nil
 			}
 		}
+	}
+	if adopted, err := d.takeOver(ctx, it, live); err != nil || adopted {
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		return true, nil
 	}
 	obj := it.obj.DeepCopy()
 	err = d.client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj),

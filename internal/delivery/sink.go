@@ -44,6 +44,10 @@ const (
 	// object the sink last applied, before the sink's labels and annotation
 	// were added.
 	AnnotationAppliedDigest = "apiary.exalsius.ai/applied-digest"
+	// AnnotationAdopted marks an object the sink took over with an Update
+	// (adopt.go) whose fields it has yet to settle; it holds the field
+	// managers taken over from.
+	AnnotationAdopted = "apiary.exalsius.ai/adopted"
 )
 
 // Owner identifies the Apiary object that a set of delivered objects belongs

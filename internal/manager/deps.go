@@ -47,7 +47,8 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	}
 	d := &deps{bundles: bundles, children: children}
 	if opts.Git == nil {
-		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme()})
+		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme(),
+			AdoptFrom: opts.AdoptFieldManagers})
 		d.routes = controllers.NewDirectRouteSinks(children)
 	} else {
 		if err := d.watchSecrets(mgr); err != nil {

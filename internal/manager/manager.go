@@ -80,6 +80,11 @@ type Options struct {
 	// workspace of its cluster needs any more is kept before it is removed;
 	// zero (the default) keeps it forever, as the exalsius operator does.
 	PrerequisiteGracePeriod time.Duration
+	// AdoptFieldManagers are the field managers of client-side writers
+	// whose fields the direct sink takes over the first time it applies an
+	// object it did not deliver (internal/adopt): the exalsius operator's
+	// "manager" by default in main.go; none when empty.
+	AdoptFieldManagers []string
 	// SkipControllerNameValidation allows several managers in one process
 	// (the sandbox's test runs one per delivery mode); controller-runtime
 	// otherwise refuses a second controller of the same name.

@@ -149,7 +149,8 @@ func TestArgsFollowValues(t *testing.T) {
 			"--workspacedeployment-concurrency=8", "--tenantquota-concurrency=2", "--gpu-queueing-policy=StrictFIFO",
 			"--no-cross-namespace-refs=true", "--zap-log-level=info", "--zap-encoder=json",
 			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system",
-			"--workspace-mesh-mode=ambient", "--workspace-waypoint-enabled=true", "--workspace-waypoint-namespace=istio-system"},
+			"--workspace-mesh-mode=ambient", "--workspace-waypoint-enabled=true", "--workspace-waypoint-namespace=istio-system",
+			"--adopt-field-managers=manager"},
 		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period"},
 	}, {
 		name: "every knob",
@@ -166,6 +167,8 @@ func TestArgsFollowValues(t *testing.T) {
 			"crdCheckInterval":     "5s",
 			// Unused prerequisites are removed after a day.
 			"prerequisiteGracePeriod": "24h",
+			// Fields of two client-side writers are taken over.
+			"adoption": map[string]any{"fieldManagers": []any{"manager", "exalsius-operator"}},
 			"bundles": map[string]any{"dir": "/etc/apiary/bundles", "configMap": map[string]any{
 				"name": "my-bundles", "items": []any{map[string]any{"key": "jupyter-values.yaml", "path": "jupyter/values.yaml"}}}},
 			"log":          map[string]any{"level": "debug", "encoding": "console"},
@@ -177,7 +180,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--health-probe-bind-address=:9091", "--colony-concurrency=1", "--workspaceclass-concurrency=3",
 			"--workspacedeployment-concurrency=16", "--tenantquota-concurrency=5", "--gpu-queueing-policy=BestEffortFIFO",
 			"--no-cross-namespace-refs=false", "--gpu-inventory-interval=2m30s", "--crd-check-interval=5s", "--bundle-dir=/etc/apiary/bundles",
-			"--prerequisite-grace-period=24h",
+			"--prerequisite-grace-period=24h", "--adopt-field-managers=manager,exalsius-operator",
 			"--zap-log-level=debug", "--zap-encoder=console", "--zap-stacktrace-level=panic"},
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
@@ -192,6 +195,10 @@ func TestArgsFollowValues(t *testing.T) {
 			g.Expect(pod.Tolerations).To(HaveLen(1))
 			g.Expect(pod.Containers[0].Ports).To(ContainElement(HaveField("ContainerPort", int32(9090))))
 		},
+	}, {
+		name: "adoption off",
+		vals: map[string]any{"adoption": map[string]any{"fieldManagers": []any{}}},
+		want: []string{"--adopt-field-managers="},
 	}, {
 		name: "mesh",
 		vals: map[string]any{"workspaceAccess": map[string]any{"mesh": map[string]any{"mode": "sidecar",
@@ -347,6 +354,7 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"bool as a string", map[string]any{"noCrossNamespaceRefs": "yes"}, []string{"/noCrossNamespaceRefs", "boolean"}},
 		{"bad duration", map[string]any{"gpuInventoryInterval": "5 minutes"}, []string{"/gpuInventoryInterval"}},
 		{"bad grace period", map[string]any{"prerequisiteGracePeriod": "1 day"}, []string{"/prerequisiteGracePeriod"}},
+		{"bad field manager", map[string]any{"adoption": map[string]any{"fieldManagers": []any{"a,b"}}}, []string{"/adoption/fieldManagers/0"}},
 		{"unknown log level", map[string]any{"log": map[string]any{"level": "verbose"}}, []string{"/log/level", "debug"}},
 		{"unknown log encoding", map[string]any{"log": map[string]any{"encoding": "xml"}}, []string{"/log/encoding"}},
 		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, []string{"/metrics/port", "maximum"}},

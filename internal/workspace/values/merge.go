@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 
@@ -117,6 +118,37 @@ func Marshal(values map[string]any) (string, error) {
 		return "", fmt.Errorf("encoding values as JSON: %w", err)
 	}
 	return string(b), nil
+}
+
+// Equivalent reports whether two values documents of a ServiceSet service
+// (JSON or YAML) mean the same values: equal after parsing, with an empty
+// document, null and {} alike. A document that does not parse is equivalent
+// only to the same text.
+func Equivalent(a, b string) bool {
+	if a == b {
+		return true
+	}
+	va, errA := parseDocument(a)
+	vb, errB := parseDocument(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	return reflect.DeepEqual(va, vb)
+}
+
+func parseDocument(s string) (map[string]any, error) {
+	out := map[string]any{}
+	if strings.TrimSpace(s) == "" {
+		return out, nil
+	}
+	var v map[string]any
+	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+		return nil, err
+	}
+	for k, val := range v {
+		out[k] = val
+	}
+	return out, nil
 }
 
 // deepCopy copies the maps and lists of a values tree; other values are

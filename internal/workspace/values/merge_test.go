@@ -186,3 +186,24 @@ func TestMarshal(t *testing.T) {
 	_, err = Marshal(map[string]any{"a": math.NaN()})
 	g.Expect(err).To(MatchError(ContainSubstring("encoding values as JSON")))
 }
+
+func TestEquivalent(t *testing.T) {
+	g := NewWithT(t)
+	for _, c := range []struct {
+		a, b string
+		want bool
+	}{
+		{`{"a":1,"b":{"c":"x"}}`, `{"b":{"c":"x"},"a":1}`, true},
+		{`{"a":1}`, "a: 1\n", true},
+		{`{"a":1}`, `{"a":1.0}`, true},
+		{"", "{}", true},
+		{"null", "", true},
+		{`{"a":1}`, `{"a":2}`, false},
+		{`{"a":"1"}`, `{"a":1}`, false},
+		{`{"a":[1,2]}`, `{"a":[2,1]}`, false},
+		{`{"a":`, `{"a":`, true},
+		{`{"a":`, `{"a":1}`, false},
+	} {
+		g.Expect(Equivalent(c.a, c.b)).To(Equal(c.want), "%q vs %q", c.a, c.b)
+	}
+}

@@ -1,0 +1,78 @@
+package uninstall
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/scheme"
+)
+
+// Main runs `apiary uninstall` and returns the exit code: 0 when done, 1
+// when a write failed or Apiary is running, 2 for bad arguments.
+func Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apiary uninstall", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	kubeconfig := fs.String("kubeconfig", "", "The kubeconfig of the management cluster; the usual lookup when empty.")
+	opts := Options{Log: stdout}
+	fs.StringVar(&opts.Lease.Namespace, "leader-election-namespace", "apiary-system",
+		"The namespace of Apiary's leader-election Lease (the chart's release namespace).")
+	fs.StringVar(&opts.Lease.Name, "leader-election-id", "apiary.infra.exalsius.ai",
+		"The name of Apiary's leader-election Lease; empty skips the check.")
+	fs.BoolVar(&opts.Force, "force", false, "Run even while the Lease is held.")
+	fs.BoolVar(&opts.DryRun, "dry-run", false, "Print what would change without writing.")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")
+		fmt.Fprintln(stderr, "Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,")
+		fmt.Fprintln(stderr, "the applied-digest, adopted and prerequisite-unused-since annotations), after Apiary is scaled down.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "apiary uninstall: unexpected argument %q\n", fs.Arg(0))
+		return 2
+	}
+	var cfg *rest.Config
+	var err error
+	if *kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	} else {
+		cfg, err = ctrl.GetConfig()
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "apiary uninstall: loading kubeconfig: %v\n", err)
+		return 1
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})
+	if err != nil {
+		fmt.Fprintf(stderr, "apiary uninstall: %v\n", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	rep, err := Run(ctx, c, opts)
+	verb := "removed"
+	if opts.DryRun {
+		verb = "would remove"
+	}
+	fmt.Fprintf(stdout, "%s %d finalizers and the annotations of %d objects\n", verb, rep.Finalizers, rep.Annotated)
+	if err != nil {
+		fmt.Fprintf(stderr, "apiary uninstall: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,204 @@
+// Package uninstall releases what only Apiary releases, so that nothing is
+// left undeletable once Apiary is stopped for good or replaced by the
+// exalsius operator (`apiary uninstall`): the WorkspaceClass in-use
+// finalizer, a name the exalsius operator does not know, and Apiary's
+// annotations on the ServiceSets and ClusterDeployments it delivered. The
+// finalizers Apiary shares with the exalsius operator (those of Colonies and
+// WorkspaceDeployments) are left for whichever controller runs next, which
+// releases them on delete. It refuses to run while Apiary's leader-election
+// Lease is held, since a running Apiary would add its finalizer again.
+package uninstall
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
+)
+
+// FieldOwner is the field manager of the cleanup's writes.
+const FieldOwner = "apiary-uninstall"
+
+// Finalizers are the finalizers only Apiary adds and releases.
+var Finalizers = []string{workspacesv1.WorkspaceClassFinalizer}
+
+// Annotations are the annotations only Apiary writes on objects it
+// delivers, which nothing reads once it is gone.
+var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince}
+
+// Options configure Run.
+type Options struct {
+	// Lease is Apiary's leader-election Lease: Run refuses while it is held,
+	// unless Force. Not checked when its name is empty.
+	Lease types.NamespacedName
+	// Force runs even while the Lease is held.
+	Force bool
+	// DryRun reports what would change without writing.
+	DryRun bool
+	// Log receives one line per object changed; io.Discard when nil.
+	Log io.Writer
+	// Now is the clock; time.Now when nil.
+	Now func() time.Time
+}
+
+// Report counts what Run changed (or would change, in a dry run).
+type Report struct {
+	// Finalizers is the number of finalizers removed.
+	Finalizers int
+	// Annotated is the number of objects whose annotations were removed.
+	Annotated int
+}
+
+// ErrRunning is returned when Apiary's Lease is held.
+var ErrRunning = errors.New("apiary is running")
+
+// Run removes Apiary's own finalizers and annotations from every object of
+// the cluster. Every write has the object's resourceVersion as
+// precondition; a conflict fails the run, which can be repeated.
+func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var rep Report
+	if err := checkLease(ctx, c, opts); err != nil {
+		return rep, err
+	}
+	classes := &workspacesv1.WorkspaceClassList{}
+	if err := c.List(ctx, classes); err != nil {
+		return rep, fmt.Errorf("listing WorkspaceClasses: %w", err)
+	}
+	for i := range classes.Items {
+		n, err := release(ctx, c, &classes.Items[i], opts)
+		rep.Finalizers += n
+		if err != nil {
+			return rep, err
+		}
+	}
+	for _, list := range []client.ObjectList{&k0rdentv1beta1.ServiceSetList{}, &k0rdentv1beta1.ClusterDeploymentList{}} {
+		n, err := unannotate(ctx, c, list, opts)
+		rep.Annotated += n
+		if err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// checkLease refuses while Apiary's leader-election Lease is held and
+// renewed within its duration.
+func checkLease(ctx context.Context, c client.Client, opts Options) error {
+	if opts.Lease.Name == "" || opts.Force {
+		return nil
+	}
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, opts.Lease, lease); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	s := lease.Spec
+	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
+		return nil
+	}
+	d := 15 * time.Second
+	if s.LeaseDurationSeconds != nil {
+		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
+	}
+	if opts.Now().After(s.RenewTime.Add(d)) {
+		return nil
+	}
+	return fmt.Errorf("%w: Lease %s is held by %s (renewed %s); scale Apiary down first, or pass --force: %s",
+		ErrRunning, opts.Lease, *s.HolderIdentity, s.RenewTime.UTC().Format(time.RFC3339),
+		"a running Apiary adds its finalizers again")
+}
+
+// release removes Apiary's finalizers from an object.
+func release(ctx context.Context, c client.Client, obj client.Object, opts Options) (int, error) {
+	base := obj.DeepCopyObject().(client.Object)
+	n := 0
+	for _, f := range Finalizers {
+		if controllerutil.RemoveFinalizer(obj, f) {
+			n++
+			fmt.Fprintf(opts.Log, "%s %s: removing finalizer %s\n", kindOf(c, obj), describe(obj), f)
+		}
+	}
+	if n == 0 || opts.DryRun {
+		return n, nil
+	}
+	if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); err != nil {
+		return 0, fmt.Errorf("removing the finalizers of %s: %w", describe(obj), client.IgnoreNotFound(err))
+	}
+	return n, nil
+}
+
+// unannotate removes Apiary's annotations from the objects of a list; a
+// kind that is not served is skipped.
+func unannotate(ctx context.Context, c client.Client, list client.ObjectList, opts Options) (int, error) {
+	if err := c.List(ctx, list); err != nil {
+		if meta.IsNoMatchError(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("listing: %w", err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		return 0, fmt.Errorf("reading the list: %w", err)
+	}
+	n := 0
+	for _, item := range items {
+		obj, ok := item.(client.Object)
+		if !ok {
+			continue
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		ann := obj.GetAnnotations()
+		changed := false
+		for _, k := range Annotations {
+			if _, ok := ann[k]; ok {
+				delete(ann, k)
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		n++
+		fmt.Fprintf(opts.Log, "%s %s: removing Apiary's annotations\n", kindOf(c, obj), describe(obj))
+		if opts.DryRun {
+			continue
+		}
+		obj.SetAnnotations(ann)
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(FieldOwner)); client.IgnoreNotFound(err) != nil {
+			return n, fmt.Errorf("removing the annotations of %s: %w", describe(obj), err)
+		}
+	}
+	return n, nil
+}
+
+func kindOf(c client.Client, obj client.Object) string {
+	gvk, err := c.GroupVersionKindFor(obj)
+	if err != nil {
+		return "object"
+	}
+	return gvk.Kind
+}
+
+func describe(obj client.Object) string {
+	if obj.GetNamespace() == "" {
+		return obj.GetName()
+	}
+	return obj.GetNamespace() + "/" + obj.GetName()
+}
