@@ -30,6 +30,10 @@ import (
 type Options struct {
 	// RestConfig reaches the management cluster.
 	RestConfig *rest.Config
+	// ChildRESTConfig turns a child cluster's kubeconfig into a REST config;
+	// childcluster.RESTConfigFromKubeconfig when nil. Tests wrap it to count
+	// what Apiary asks of child clusters.
+	ChildRESTConfig func(kubeconfig []byte) (*rest.Config, error)
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
