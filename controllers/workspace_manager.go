@@ -22,6 +22,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/ownwrites"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -44,6 +45,7 @@ const (
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
 	r.installs = &prerequisite.Writes{}
+	r.written = ownwrites.New[*workspacesv1.WorkspaceDeployment](0)
 	if r.Policy == "" {
 		r.Policy = admission.StrictFIFO
 	}
