@@ -178,6 +178,9 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		var peakDepth atomic.Int64
+		go samplePeakDepth("workspacedeployment", &peakDepth, stop)
+		waitSum0, waitCount0 := queueWait("workspacedeployment")
 		mark := requests.mark()
 		start := time.Now()
 		for w := range total {
@@ -210,6 +213,11 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		mgmt := requests.since(mark, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns })
 		child := requests.since(mark, func(r apiRequest) bool { return r.side == "child" && strings.HasPrefix(r.namespace, "ws-w") })
 		p50, slowest, reacted := react.figures()
+		waitSum, waitCount := queueWait("workspacedeployment")
+		meanWait := 0.0
+		if waitCount > waitCount0 {
+			meanWait = (waitSum - waitSum0) / float64(waitCount-waitCount0)
+		}
 		b.Logf("requests of %d workspaces: management %v; child %v", total, tally(mgmt), tally(child))
 
 		// Baseline: the stand-in alone deploys the same number of ServiceSets.
@@ -225,6 +233,8 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		b.ReportMetric(p50.Seconds(), "s-reaction-p50")
 		b.ReportMetric(slowest.Seconds(), "s-reaction-max")
 		b.ReportMetric(float64(reacted), "reactions-timed")
+		b.ReportMetric(meanWait, "s-queue-wait-mean")
+		b.ReportMetric(float64(peakDepth.Load()), "queue-depth-peak")
 		_ = env.Client.Delete(ctx, class)
 	}
 }
