@@ -174,7 +174,7 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		stop := make(chan struct{})
 		go samplePeak(&peak, stop)
 		watchCtx, stopWatching := context.WithCancel(ctx)
-		react, err := watchReactions(watchCtx, ns)
+		react, err := managertest.WatchReactions(watchCtx, env.Config, ns)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		stopWatching()
 		mgmt := requests.since(mark, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns })
 		child := requests.since(mark, func(r apiRequest) bool { return r.side == "child" && strings.HasPrefix(r.namespace, "ws-w") })
-		p50, slowest, reacted := react.figures()
+		p50, slowest, reacted := react.Figures()
 		waitSum, waitCount := queueWait("workspacedeployment")
 		meanWait := 0.0
 		if waitCount > waitCount0 {

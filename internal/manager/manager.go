@@ -38,6 +38,9 @@ type Options struct {
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles at /debug/pprof/; "" or "0"
+	// disables it.
+	PprofBindAddress string
 	// LeaderElection makes one replica active at a time.
 	LeaderElection bool
 	// LeaderElectionID names the lease.
@@ -154,6 +157,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		Logger:                        opts.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
