@@ -34,7 +34,9 @@ func envInt(name string, def int) int {
 // child cluster, the Deployed-to-Running reaction, the manager's peak RSS
 // and its RSS at steady state, where it also saves a heap profile
 // (APIARY_SCALE_PROFILE, else a file under the system's temp folder, whose
-// path is printed).
+// path is printed). Releases install instantly (the stand-in reports them
+// Deployed without Helm), so the figures are Apiary's; APIARY_SCALE_HELM=1
+// installs them with Helm's SDK on the child instead.
 //
 //	make testenv && KUBEBUILDER_ASSETS=$PWD/bin/k8s/1.35.4-etcd3.6.16 \
 //	  go test ./test/scale -run '^$' -bench Scale -benchtime 1x -timeout 120m
@@ -45,6 +47,15 @@ func BenchmarkScale(b *testing.B) {
 		c := clusters.Management.Client
 		ns := clusters.Management.NewNamespace(b, "scale")
 		managertest.Templates(b, c, ns)
+		template := "tmpl" // installed with Helm's SDK on the child
+		if os.Getenv("APIARY_SCALE_HELM") == "" {
+			// Instant installs: what is measured is Apiary, not Helm.
+			template = "instant"
+			tpl := standin.NewServiceTemplate(ns, template, true, map[string]string{standin.AnnotationInstant: "true"})
+			if err := standin.CreateWithStatus(ctx, c, tpl); err != nil {
+				b.Fatal(err)
+			}
+		}
 		for n := range nclusters {
 			if err := c.Create(ctx, standin.NewClusterDeployment(ns, fmt.Sprintf("c%03d", n), "tpl", "cred")); err != nil {
 				b.Fatal(err)
@@ -64,7 +75,7 @@ func BenchmarkScale(b *testing.B) {
 			return ready == nclusters
 		})
 		class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "scale-" + ns},
-			Spec: workspacesv1.WorkspaceClassSpec{DisplayName: "scale", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+			Spec: workspacesv1.WorkspaceClassSpec{DisplayName: "scale", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: template, Namespace: ns}}}
 		if err := c.Create(ctx, class); err != nil {
 			b.Fatal(err)
 		}
