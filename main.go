@@ -45,6 +45,8 @@ func main() {
 		"The address the metrics endpoint binds to; 0 disables it.")
 	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"The address the /healthz and /readyz probes bind to.")
+	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
+		"The address Go's profiles are served on, at /debug/pprof/ (\"0\" disables them). For investigations only: never expose it.")
 	flag.BoolVar(&opts.LeaderElection, "leader-elect", false,
 		"Enable leader election, so that only one replica is active at a time.")
 	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", "apiary.infra.exalsius.ai",

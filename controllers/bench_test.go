@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,6 +173,15 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		var peak atomic.Uint64
 		stop := make(chan struct{})
 		go samplePeak(&peak, stop)
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		react, err := managertest.WatchReactions(watchCtx, env.Config, ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var peakDepth atomic.Int64
+		go samplePeakDepth("workspacedeployment", &peakDepth, stop)
+		waitSum0, waitCount0 := queueWait("workspacedeployment")
+		mark := requests.mark()
 		start := time.Now()
 		for w := range total {
 			wsd := workspace(ns, fmt.Sprintf("w%04d", w), class.Name, fmt.Sprintf("c%02d", w%clusters))
@@ -198,6 +208,17 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 			return n == total
 		}) + sets
 		close(stop)
+		settle(2*time.Second, time.Minute)
+		stopWatching()
+		mgmt := requests.since(mark, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns })
+		child := requests.since(mark, func(r apiRequest) bool { return r.side == "child" && strings.HasPrefix(r.namespace, "ws-w") })
+		p50, slowest, reacted := react.Figures()
+		waitSum, waitCount := queueWait("workspacedeployment")
+		meanWait := 0.0
+		if waitCount > waitCount0 {
+			meanWait = (waitSum - waitSum0) / float64(waitCount-waitCount0)
+		}
+		b.Logf("requests of %d workspaces: management %v; child %v", total, tally(mgmt), tally(child))
 
 		// Baseline: the stand-in alone deploys the same number of ServiceSets.
 		baseline := baselineServiceSets(b, ns, total, clusters)
@@ -207,6 +228,13 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		b.ReportMetric(baseline.Seconds(), "s-baseline-standin-only")
 		b.ReportMetric(running.Seconds()/baseline.Seconds(), "running/baseline-ratio")
 		b.ReportMetric(float64(peak.Load())/(1<<20), "peak-heap-MiB")
+		b.ReportMetric(float64(len(mgmt))/float64(total), "mgmt-requests/workspace")
+		b.ReportMetric(float64(len(child))/float64(total), "child-requests/workspace")
+		b.ReportMetric(p50.Seconds(), "s-reaction-p50")
+		b.ReportMetric(slowest.Seconds(), "s-reaction-max")
+		b.ReportMetric(float64(reacted), "reactions-timed")
+		b.ReportMetric(meanWait, "s-queue-wait-mean")
+		b.ReportMetric(float64(peakDepth.Load()), "queue-depth-peak")
 		_ = env.Client.Delete(ctx, class)
 	}
 }

@@ -121,11 +121,14 @@ func run(m *testing.M) int {
 
 	// Apiary's own API requests are counted, for the benchmarks.
 	apiaryConfig := rest.CopyConfig(env.Config)
-	apiaryConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &countingTransport{next: rt} })
+	apiaryConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return &countingTransport{next: &recordingTransport{side: "management", next: rt}}
+	})
 	done := make(chan error, 1)
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
 			RestConfig:             apiaryConfig,
+			ChildRESTConfig:        childRESTConfig,
 			MetricsBindAddress:     "0",
 			HealthProbeBindAddress: "0",
 			Concurrency:            manager.DefaultConcurrency,

@@ -25,6 +25,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/ownwrites"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
@@ -82,6 +83,9 @@ type WorkspaceDeploymentReconciler struct {
 	rendered renderCache
 	ports    *access.Ledger
 	sweeper  *routeSweeper
+	// written holds the workspaces as this manager last wrote them, until
+	// the cache has those writes.
+	written *ownwrites.Memory[*workspacesv1.WorkspaceDeployment]
 	// enrolled remembers the labels last given to each workspace's child
 	// namespace (by UID), so that a namespace is read again only when they
 	// change: at start, and when the mesh configuration changed.
@@ -100,14 +104,23 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, ignoreGone(metrics.KindWorkspaceDeployment, req, err)
 	}
 	defer metrics.ObserveReconcile(metrics.KindWorkspaceDeployment, req.NamespacedName, time.Now())
+	// A reconcile started by another event right after this manager's last
+	// write reads that write, not the cache's older copy.
+	obj = r.written.Latest(obj)
+	readVersion := obj.ResourceVersion
 	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
 	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
 	defer func() {
 		summarizeWorkspace(obj, retErr)
-		if err := patchStatus(ctx, sp, obj, false); err != nil {
-			retErr = kerrors.NewAggregate([]error{retErr, err})
-		} else if neverDone && oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
+		patchErr := patchStatus(ctx, sp, obj, false)
+		if patchErr != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, patchErr})
+		}
+		if patchErr == nil && obj.ResourceVersion != readVersion && obj.DeletionTimestamp.IsZero() {
+			r.written.Remember(obj.DeepCopy())
+		}
+		if patchErr == nil && neverDone && oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
 			metrics.ObserveTimeToRunning(req.NamespacedName, obj.UID, obj.CreationTimestamp.Time)
 		}
 		r.notify(obj, oldPhase)
@@ -243,6 +256,7 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	r.gate.forget(cdKey, obj.UID)
 	r.rendered.forget(client.ObjectKeyFromObject(obj))
 	r.enrolled.Delete(obj.UID)
+	r.written.Forget(obj.UID)
 	if r.Children != nil {
 		r.Children.Release(cdKey, workspaceWatchOwner(obj))
 		r.Children.ReleaseElsewhere(routesWatchOwner(obj))
@@ -257,7 +271,7 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 
 // notify records an event when the workspace's phase changed.
 func (r *WorkspaceDeploymentReconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase workspacesv1.WorkspacePhase) {
-	if r.EventRecorder == nil || obj.Status.Phase == oldPhase {
+	if r.EventRecorder == nil || obj.Status.Phase == oldPhase || quietPhase(obj.Status.Phase) {
 		return
 	}
 	eventType := corev1.EventTypeNormal
@@ -272,6 +286,15 @@ func (r *WorkspaceDeploymentReconciler) notify(obj *workspacesv1.WorkspaceDeploy
 		reason = status.WaitingReason(obj)
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
+}
+
+// quietPhase reports the phases a workspace passes through on its way to
+// Running, which status shows and no event repeats: events are for
+// outcomes (Running, Failed), for what holds a workspace up (Waiting) and
+// for deletion, as the exalsius operator emits them only for failures and
+// waits. One event per workspace on the happy path keeps its requests low.
+func quietPhase(p workspacesv1.WorkspacePhase) bool {
+	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying
 }
 
 // workspaceOwner identifies a workspace to the delivery sink.

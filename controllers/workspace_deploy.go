@@ -61,8 +61,8 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 	}
 	d := obj.Status.Delivery
 	changed := d.Digest != desired.digest
-	if changed || !r.isEnrolled(w) {
-		if res, err := r.ensureChildNamespace(ctx, w, !changed); err != nil || res.stop {
+	if !r.isEnrolled(w, desired.digest) {
+		if res, err := r.ensureChildNamespace(ctx, w, !changed, desired.digest); err != nil || res.stop {
 			return res, err
 		}
 	}
@@ -135,7 +135,10 @@ func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *w
 		if !apierrors.IsNotFound(err) {
 			return stopWith(0), fmt.Errorf("reading ServiceSet: %w", err)
 		}
-		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, "waiting for the ServiceSet to appear"
+		// Just applied, not in the cache yet: its create event brings the
+		// workspace back. The message is the one of a ServiceSet that has
+		// not deployed the release yet, so that neither step writes status.
+		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, deployingMessage(releaseName(obj), w.cdKey.Name)
 		return stopWith(5 * time.Second), nil
 	}
 	name := releaseName(obj)
@@ -179,12 +182,23 @@ func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *w
 		return stopWith(0), nil
 	}
 	obj.Status.Phase = workspacesv1.PhaseDeploying
-	obj.Status.Message = fmt.Sprintf("waiting for release %s on cluster %q: %s", name, w.cdKey.Name, seen)
+	obj.Status.Message = deployingMessage(name, w.cdKey.Name)
+	if state != nil && state.State != k0rdentv1beta1.ServiceStateProvisioning && state.State != k0rdentv1beta1.ServiceStatePending {
+		obj.Status.Message += " (" + seen + ")"
+	}
 	wait := timeout
 	if since != nil {
 		wait = time.Until(since.Add(timeout)) + time.Second
 	}
 	return stopWith(wait), nil
+}
+
+// deployingMessage says that a release is on its way. It is the same from
+// the apply until k0rdent reports the release deployed (no state yet, or
+// Provisioning), so that the progress in between, which the ServiceSet
+// shows, costs no status write.
+func deployingMessage(release, cluster string) string {
+	return fmt.Sprintf("waiting for release %s on cluster %q to be deployed", release, cluster)
 }
 
 // ensureChildNamespace prepares ws-<name> on the child before the release
@@ -195,7 +209,11 @@ func (r *WorkspaceDeploymentReconciler) observeRelease(ctx context.Context, w *w
 // one that is still terminating is waited for. With refresh (the release
 // is delivered already, only the labels changed), the child being out of
 // reach does not hold the workspace up: it is tried again later.
-func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun, refresh bool) (stepResult, error) {
+//
+// A namespace this manager has not seen yet is created first and read only
+// when it exists already, so a new workspace costs the child one request;
+// one it has seen is read first, as it is there nearly always.
+func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun, refresh bool, digest string) (stepResult, error) {
 	obj := w.obj
 	name := childNamespace(obj.Name)
 	later := func(d time.Duration, format string, args ...any) (stepResult, error) {
@@ -212,18 +230,28 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 		return later(30*time.Second, "waiting for access to the child cluster: %s", err)
 	}
 	want := r.childNamespaceLabels(w)
+	enrolled := func() (stepResult, error) {
+		r.enrolled.Store(obj.UID, enrolment{labels: labelsDigest(want), digest: digest})
+		return proceed, nil
+	}
 	ns := &corev1.Namespace{}
+	if _, seen := r.enrolled.Load(obj.UID); !seen && !refresh {
+		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}}
+		switch err := c.Create(ctx, ns); {
+		case err == nil:
+			return enrolled()
+		case !apierrors.IsAlreadyExists(err):
+			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
+		}
+	}
 	err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
 		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}}
-		switch err := c.Create(ctx, ns); {
-		case err == nil:
-			r.enrolled.Store(obj.UID, labelsDigest(want))
-		case !apierrors.IsAlreadyExists(err):
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
 		}
-		return proceed, nil
+		return enrolled()
 	case err != nil:
 		return later(30*time.Second, "waiting for access to the child cluster: %s", err)
 	case !ns.DeletionTimestamp.IsZero():
@@ -231,13 +259,8 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 	}
 	owner, labelled := ns.Labels[WorkspaceOwnerNamespaceLabel]
 	switch {
-	case ns.Labels[WorkspaceLabel] != obj.Name:
-		msg := fmt.Sprintf("namespace %q already exists on cluster %q and was not created for this workspace", name, w.cdKey.Name)
-		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.NamespaceConflictReason, "%s", msg)
-		r.fail(ctx, obj, workspacesv1.NamespaceConflictReason, msg)
-		return stopWith(0), nil
-	case labelled && owner != naming.LabelValue(obj.Namespace):
-		msg := fmt.Sprintf("namespace %q on cluster %q belongs to workspace %s in namespace %q", name, w.cdKey.Name, obj.Name, owner)
+	case labelled && owner != obj.Namespace:
+		msg := fmt.Sprintf("namespace %q on the child cluster belongs to a workspace in namespace %q", name, owner)
 		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.NamespaceConflictReason, "%s", msg)
 		r.fail(ctx, obj, workspacesv1.NamespaceConflictReason, msg)
 		return stopWith(0), nil
@@ -254,8 +277,7 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 			return stopWith(0), fmt.Errorf("labelling namespace %s on %s: %w", name, w.cdKey, err)
 		}
 	}
-	r.enrolled.Store(obj.UID, labelsDigest(want))
-	return proceed, nil
+	return enrolled()
 }
 
 // childNamespaceLabels are the labels of the workspace's namespace on its
@@ -268,11 +290,19 @@ func (r *WorkspaceDeploymentReconciler) childNamespaceLabels(w *workspaceRun) ma
 	return labels
 }
 
+// enrolment is what this manager last made sure of for a workspace's child
+// namespace: that it exists with the labels of labelsDigest, for the
+// workspace's objects of digest.
+type enrolment struct{ labels, digest string }
+
 // isEnrolled reports whether the workspace's child namespace was given its
-// current labels by this manager.
-func (r *WorkspaceDeploymentReconciler) isEnrolled(w *workspaceRun) bool {
+// current labels by this manager for the objects of digest. A namespace is
+// made sure of again when they change: at start, when the mesh
+// configuration changed, and when the workspace's objects do (someone may
+// have deleted the namespace in between).
+func (r *WorkspaceDeploymentReconciler) isEnrolled(w *workspaceRun, digest string) bool {
 	v, ok := r.enrolled.Load(w.obj.UID)
-	return ok && v.(string) == labelsDigest(r.childNamespaceLabels(w))
+	return ok && v.(enrolment) == enrolment{labels: labelsDigest(r.childNamespaceLabels(w)), digest: digest}
 }
 
 // labelsDigest identifies a set of labels.

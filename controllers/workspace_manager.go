@@ -22,7 +22,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/ownwrites"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/priority"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -44,6 +46,7 @@ const (
 func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts WorkspaceDeploymentReconcilerOptions) error {
 	r.gate = newGPUGate()
 	r.installs = &prerequisite.Writes{}
+	r.written = ownwrites.New[*workspacesv1.WorkspaceDeployment](0)
 	if r.Policy == "" {
 		r.Policy = admission.StrictFIFO
 	}
@@ -88,7 +91,9 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfClass)).
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfCluster)).
-		Watches(&k0rdentv1beta1.ServiceSet{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfServiceSet)).
+		// A release that settles (deployed or failed) is what a user waits
+		// on: it overtakes the creation work in the queue.
+		Watches(&k0rdentv1beta1.ServiceSet{}, priority.MapOnUpdate(r.workspacesOfServiceSet, releaseSettled, priority.Outcome)).
 		Watches(&k0rdentv1beta1.ServiceSet{}, r.forgetDeletedPrerequisites()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("Secret"))).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
@@ -201,6 +206,27 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Conte
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+}
+
+// releaseSettled reports whether a ServiceSet update settles one of its
+// releases: a service whose state turned Deployed or Failed.
+func releaseSettled(old, updated client.Object) bool {
+	o, ok1 := old.(*k0rdentv1beta1.ServiceSet)
+	n, ok2 := updated.(*k0rdentv1beta1.ServiceSet)
+	if !ok1 || !ok2 {
+		return false
+	}
+	before := make(map[string]string, len(o.Status.Services))
+	for _, s := range o.Status.Services {
+		before[s.Name] = s.State
+	}
+	for _, s := range n.Status.Services {
+		settled := s.State == k0rdentv1beta1.ServiceStateDeployed || s.State == k0rdentv1beta1.ServiceStateFailed
+		if settled && before[s.Name] != s.State {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetDeletedPrerequisites drops the memory of installs of a prerequisite

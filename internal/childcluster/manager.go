@@ -223,7 +223,12 @@ func (m *Manager) Client(ctx context.Context, cd types.NamespacedName) (client.C
 		return nil, err
 	}
 	cfg.Timeout = m.opts.Timeout
-	inner, err := client.NewWithWatch(cfg, client.Options{Scheme: m.opts.Scheme})
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, clusterErr(cd, "creating HTTP client", err)
+	}
+	inner, err := client.NewWithWatch(cfg, client.Options{Scheme: m.opts.Scheme, HTTPClient: httpClient,
+		Mapper: newCoreFirstMapper(cfg, httpClient)})
 	if err != nil {
 		return nil, clusterErr(cd, "creating client", err)
 	}

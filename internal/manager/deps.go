@@ -41,7 +41,7 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading bundles: %w", err)
 	}
-	children := childcluster.NewManager(mgr.GetClient(), childcluster.Options{Scheme: mgr.GetScheme()})
+	children := childcluster.NewManager(mgr.GetClient(), childcluster.Options{Scheme: mgr.GetScheme(), NewRESTConfig: opts.ChildRESTConfig})
 	if err := mgr.Add(children); err != nil {
 		return nil, fmt.Errorf("adding the child-cluster manager: %w", err)
 	}

@@ -30,10 +30,17 @@ import (
 type Options struct {
 	// RestConfig reaches the management cluster.
 	RestConfig *rest.Config
+	// ChildRESTConfig turns a child cluster's kubeconfig into a REST config;
+	// childcluster.RESTConfigFromKubeconfig when nil. Tests wrap it to count
+	// what Apiary asks of child clusters.
+	ChildRESTConfig func(kubeconfig []byte) (*rest.Config, error)
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles at /debug/pprof/; "" or "0"
+	// disables it.
+	PprofBindAddress string
 	// LeaderElection makes one replica active at a time.
 	LeaderElection bool
 	// LeaderElectionID names the lease.
@@ -155,6 +162,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		Logger:                        opts.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
+		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,

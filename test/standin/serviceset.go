@@ -33,6 +33,10 @@ const (
 	// AnnotationChart names the embedded chart the template installs
 	// (ChartWorkspace when absent; see ChartNames).
 	AnnotationChart = "standin.apiary.dev/chart"
+	// AnnotationInstant ("true") reports the services of the template
+	// Deployed (Provisioning first, as always) without running Helm, for
+	// benchmarks of the controller alone; they count as installs.
+	AnnotationInstant = "standin.apiary.dev/instant"
 )
 
 // Defaults of ServiceSets.

@@ -29,6 +29,8 @@ type step struct {
 	chart  string
 	values map[string]any
 	opts   installOptions
+	// instant reports the release installed without running Helm.
+	instant bool
 }
 
 // Reconcile plays kcm's ServiceSet controller and Sveltos adapter for one ServiceSet.
@@ -125,7 +127,10 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 		if !st.run {
 			continue
 		}
-		installed, err := ch.upgradeInstall(ctx, st.entry.Name, st.entry.Namespace, st.chart, st.values, st.opts)
+		installed, err := true, error(nil)
+		if !st.instant {
+			installed, err = ch.upgradeInstall(ctx, st.entry.Name, st.entry.Namespace, st.chart, st.values, st.opts)
+		}
 		if err != nil {
 			msg := err.Error()
 			s.update(st.rec, func(r *record) { r.failure, r.failedAt = msg, time.Now() })
@@ -184,6 +189,7 @@ func (s *ServiceSets) plan(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, e
 		return fail(err.Error())
 	}
 	st.opts = helmInstallOptions(entry.HelmOptions)
+	st.instant = tpl.Annotations[AnnotationInstant] == "true"
 
 	st.rec = s.record(key, inputsHash(child, ss.Generation, &st), now)
 	rec := s.snapshot(st.rec)

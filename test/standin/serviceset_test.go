@@ -227,6 +227,21 @@ func TestServiceTemplateKnobs(t *testing.T) {
 	expectCondition(g, cd, k0rdentv1beta1.ServicesInReadyStateCondition, metav1.ConditionFalse, k0rdentv1beta1.FailedReason, Equal("3/5"))
 }
 
+func TestInstantServiceTemplate(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns := fixture(t, g)
+	provisioned(t, g, ns, "instant")
+	target := child.NewNamespace(t, "instant")
+	g.Expect(CreateWithStatus(ctx, mgmt.Client, NewServiceTemplate(ns, "quick", true, map[string]string{AnnotationInstant: "true"}))).To(Succeed())
+	ss := NewServiceSet(ns, "instant", "instant", service("quick", target, "quick", ""))
+	g.Expect(mgmt.Client.Create(ctx, ss)).To(Succeed())
+
+	expectService(g, ss, "quick", k0rdentv1beta1.ServiceStateDeployed, BeEmpty())
+	g.Expect(getServiceSet(g, ss).Status.Deployed).To(BeTrue())
+	g.Expect(releaseRecords(g, target, "quick")).To(BeEmpty(), "no Helm release is installed")
+	g.Expect(services.Installs(client.ObjectKey{Namespace: ns, Name: "instant"}, target, "quick")).To(Equal(1), "it counts as an install")
+}
+
 func TestReleaseNamespace(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns := fixture(t, g)

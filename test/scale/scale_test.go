@@ -1,0 +1,183 @@
+package scale_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// BenchmarkScale creates APIARY_SCALE_CLUSTERS ready ClusterDeployments
+// (50) and starts the manager as its own process, then creates
+// APIARY_SCALE_WORKSPACES workspaces (1,000) spread over the clusters, and
+// reports the time until every ServiceSet exists and every workspace is
+// Running, the manager's requests per workspace to the management and the
+// child cluster, the Deployed-to-Running reaction, the manager's peak RSS
+// and its RSS at steady state, where it also saves a heap profile
+// (APIARY_SCALE_PROFILE, else a file under the system's temp folder, whose
+// path is printed). Releases install instantly (the stand-in reports them
+// Deployed without Helm), so the figures are Apiary's; APIARY_SCALE_HELM=1
+// installs them with Helm's SDK on the child instead.
+//
+//	make testenv && KUBEBUILDER_ASSETS=$PWD/bin/k8s/1.35.4-etcd3.6.16 \
+//	  go test ./test/scale -run '^$' -bench Scale -benchtime 1x -timeout 120m
+func BenchmarkScale(b *testing.B) {
+	total, nclusters := envInt("APIARY_SCALE_WORKSPACES", 1000), envInt("APIARY_SCALE_CLUSTERS", 50)
+	for i := 0; i < b.N; i++ {
+		ctx := context.Background()
+		c := clusters.Management.Client
+		ns := clusters.Management.NewNamespace(b, "scale")
+		managertest.Templates(b, c, ns)
+		template := "tmpl" // installed with Helm's SDK on the child
+		if os.Getenv("APIARY_SCALE_HELM") == "" {
+			// Instant installs: what is measured is Apiary, not Helm.
+			template = "instant"
+			tpl := standin.NewServiceTemplate(ns, template, true, map[string]string{standin.AnnotationInstant: "true"})
+			if err := standin.CreateWithStatus(ctx, c, tpl); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for n := range nclusters {
+			if err := c.Create(ctx, standin.NewClusterDeployment(ns, fmt.Sprintf("c%03d", n), "tpl", "cred")); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
+			list := &k0rdentv1beta1.ClusterDeploymentList{}
+			if c.List(ctx, list, client.InNamespace(ns)) != nil {
+				return false
+			}
+			ready := 0
+			for _, cd := range list.Items {
+				if apimeta.IsStatusConditionTrue(cd.Status.Conditions, k0rdentv1beta1.ReadyCondition) {
+					ready++
+				}
+			}
+			return ready == nclusters
+		})
+		class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "scale-" + ns},
+			Spec: workspacesv1.WorkspaceClassSpec{DisplayName: "scale", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: template, Namespace: ns}}}
+		if err := c.Create(ctx, class); err != nil {
+			b.Fatal(err)
+		}
+
+		m := startManager(b)
+		settleRequests(b, m, 2*time.Second, time.Minute)
+		before := m.requests(b)
+		idleRSS := m.rss("VmRSS")
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		react, err := managertest.WatchReactions(watchCtx, clusters.Management.Config, ns)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		for w := range total {
+			ws := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w%05d", w)},
+				Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
+					ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: fmt.Sprintf("c%03d", w%nclusters), Namespace: ns}}}
+			if err := c.Create(ctx, ws); err != nil {
+				b.Fatal(err)
+			}
+		}
+		waitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
+			list := &metav1.PartialObjectMetadataList{}
+			list.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ServiceSetList"))
+			return c.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
+		})
+		sets := time.Since(start) // from the first create
+		waitFor(b, 120*time.Minute, "every workspace Running", func() bool {
+			list := &workspacesv1.WorkspaceDeploymentList{}
+			if c.List(ctx, list, client.InNamespace(ns)) != nil {
+				return false
+			}
+			n := 0
+			for _, w := range list.Items {
+				if w.Status.Phase == workspacesv1.PhaseRunning {
+					n++
+				}
+			}
+			return n == total
+		})
+		running := time.Since(start)
+		settleRequests(b, m, 3*time.Second, 5*time.Minute)
+		stopWatching()
+		after := m.requests(b)
+		mgmtHost, childHost := hostOf(b, clusters.Management.Config.Host), hostOf(b, clusters.Child.Config.Host)
+		p50, slowest, reacted := react.Figures()
+		steadyRSS, steadyAnon, peak, hwm := m.rss("VmRSS"), m.rss("RssAnon"), m.peakRSS.Load(), m.rss("VmHWM")
+		profile := os.Getenv("APIARY_SCALE_PROFILE")
+		if profile == "" {
+			profile = filepath.Join(os.TempDir(), fmt.Sprintf("apiary-heap-%dw-%dc.pprof", total, nclusters))
+		}
+		m.heapProfile(b, profile)
+		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
+		m.kill()
+
+		b.ReportMetric(sets.Seconds(), "s-to-servicesets")
+		b.ReportMetric(running.Seconds(), "s-to-running")
+		b.ReportMetric((after[mgmtHost]-before[mgmtHost])/float64(total), "mgmt-requests/workspace")
+		b.ReportMetric((after[childHost]-before[childHost])/float64(total), "child-requests/workspace")
+		b.ReportMetric(p50.Seconds(), "s-reaction-p50")
+		b.ReportMetric(slowest.Seconds(), "s-reaction-max")
+		b.ReportMetric(float64(reacted), "reactions-timed")
+		b.ReportMetric(float64(max(peak, hwm))/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(float64(steadyRSS)/(1<<20), "steady-RSS-MiB")
+		b.ReportMetric(float64(idleRSS)/(1<<20), "idle-RSS-MiB")
+		b.ReportMetric(float64(m.peakAnon.Load())/(1<<20), "peak-anon-RSS-MiB")
+		b.ReportMetric(float64(steadyAnon)/(1<<20), "steady-anon-RSS-MiB")
+	}
+}
+
+// waitFor polls cond every 250ms for up to limit and returns how long it took.
+func waitFor(b *testing.B, limit time.Duration, what string, cond func() bool) time.Duration {
+	b.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			b.Fatalf("%s: not reached within %s", what, limit)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// settleRequests waits until the manager made no request for quiet.
+func settleRequests(b *testing.B, m *manager, quiet, limit time.Duration) {
+	b.Helper()
+	sum := func() float64 {
+		t := 0.0
+		for _, v := range m.requests(b) {
+			t += v
+		}
+		return t
+	}
+	deadline := time.Now().Add(limit)
+	last, since := sum(), time.Now()
+	for time.Now().Before(deadline) {
+		time.Sleep(250 * time.Millisecond)
+		if n := sum(); n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) >= quiet {
+			return
+		}
+	}
+}
