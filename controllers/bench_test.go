@@ -21,19 +21,6 @@ import (
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
-// waitFor polls cond every 100ms for up to limit and returns how long it took.
-func waitFor(b *testing.B, limit time.Duration, what string, cond func() bool) time.Duration {
-	b.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			b.Fatalf("%s: not reached within %s", what, limit)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // settle waits until Apiary made no request for quiet, then returns.
 func settle(quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
@@ -76,11 +63,11 @@ func BenchmarkColony200(b *testing.B) {
 		if err := env.Client.Create(ctx, colony); err != nil {
 			b.Fatal(err)
 		}
-		applied := waitFor(b, 10*time.Minute, "all ClusterDeployments applied", func() bool {
+		applied := managertest.WaitFor(b, 10*time.Minute, "all ClusterDeployments applied", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			return env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) == entries
 		})
-		ready := waitFor(b, 10*time.Minute, "Colony ready", func() bool {
+		ready := managertest.WaitFor(b, 10*time.Minute, "Colony ready", func() bool {
 			c := &infrav1.Colony{}
 			return env.Client.Get(ctx, client.ObjectKeyFromObject(colony), c) == nil &&
 				int(c.Status.ReadyClusters) == entries && c.Status.Phase == infrav1.ColonyPhaseReady
@@ -156,7 +143,7 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		if err := env.Client.Create(ctx, class); err != nil {
 			b.Fatal(err)
 		}
-		waitFor(b, 5*time.Minute, "clusters ready", func() bool {
+		managertest.WaitFor(b, 5*time.Minute, "clusters ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			if env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -190,11 +177,11 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 			}
 		}
 		created := time.Since(start)
-		sets := waitFor(b, 30*time.Minute, "every ServiceSet exists", func() bool {
+		sets := managertest.WaitFor(b, 30*time.Minute, "every ServiceSet exists", func() bool {
 			list := &k0rdentv1beta1.ServiceSetList{}
 			return env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		}) + created
-		running := waitFor(b, 60*time.Minute, "every workspace Running", func() bool {
+		running := managertest.WaitFor(b, 60*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
 			if env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -263,7 +250,7 @@ func baselineServiceSets(b *testing.B, ns string, total, clusters int) time.Dura
 			b.Fatal(err)
 		}
 	}
-	return waitFor(b, 60*time.Minute, "baseline ServiceSets deployed", func() bool {
+	return managertest.WaitFor(b, 60*time.Minute, "baseline ServiceSets deployed", func() bool {
 		list := &k0rdentv1beta1.ServiceSetList{}
 		if env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"bench": "baseline"}) != nil {
 			return false

@@ -101,4 +101,3 @@ func max0(d time.Duration) time.Duration {
 	}
 	return d
 }
-

@@ -44,3 +44,17 @@ func DeleteAndWait(t testing.TB, c client.Client, w *workspacesv1.WorkspaceDeplo
 	}, Timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
 	return deleted
 }
+
+// WaitFor polls cond every 100ms for up to limit, failing the benchmark or
+// test when it is not reached, and returns how long it took.
+func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("%s: not reached within %s", what, limit)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return time.Since(start)
+}

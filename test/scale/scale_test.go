@@ -61,7 +61,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		waitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
+		managertest.WaitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -98,13 +98,13 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		waitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
+		managertest.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ServiceSetList"))
 			return c.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		})
 		sets := time.Since(start) // from the first create
-		waitFor(b, 120*time.Minute, "every workspace Running", func() bool {
+		managertest.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -145,19 +145,6 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(float64(m.peakAnon.Load())/(1<<20), "peak-anon-RSS-MiB")
 		b.ReportMetric(float64(steadyAnon)/(1<<20), "steady-anon-RSS-MiB")
 	}
-}
-
-// waitFor polls cond every 250ms for up to limit and returns how long it took.
-func waitFor(b *testing.B, limit time.Duration, what string, cond func() bool) time.Duration {
-	b.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			b.Fatalf("%s: not reached within %s", what, limit)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 // settleRequests waits until the manager made no request for quiet.
