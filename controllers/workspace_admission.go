@@ -106,6 +106,11 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 	// the gate holds it until the cache has the write.
 	r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
 	obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, conditions.GetMessage(obj, workspacesv1.GPUCapacityCondition)
+	// The vendor the gate found goes with the admission it was found for:
+	// stampPreviousVendor reads it back from the status, and a reconcile
+	// that sees this write (a cache a write behind, a restart before the
+	// deploy) must render the same values, or the ServiceSet flips.
+	obj.Status.ResolvedResources = w.resolved.DeepCopy()
 	if err := w.persist(ctx); err != nil {
 		return stopWith(0), fmt.Errorf("recording the admission: %w", err)
 	}

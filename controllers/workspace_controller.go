@@ -242,6 +242,9 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	if obj.Status.Delivery != nil {
 		inv = obj.Status.Delivery.Inventory
 	}
+	if asGit(r.Sink) == nil {
+		inv = deletionInventory(obj)
+	}
 	done, err = r.Sink.Delete(ctx, workspaceOwner(obj), inv)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's ServiceSet: %w", err)

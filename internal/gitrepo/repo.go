@@ -24,6 +24,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/apiaryhq/apiary/internal/crashpoint"
 	"github.com/apiaryhq/apiary/internal/metrics"
 )
 
@@ -121,6 +122,9 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 		return nil, fmt.Errorf("setting HEAD of clone %s: %w", opts.Dir, err)
 	}
 	repo := &Repo{opts: opts, repo: r, metrics: metrics.Git(opts.URL)}
+	if _, err := r.Reference(plumbing.NewRemoteReferenceName(remoteName, opts.Branch), true); err != nil {
+		crashpoint.Reach(crashpoint.GitCloneFetch)
+	}
 	if err := repo.fetch(ctx); err != nil {
 		return nil, err
 	}

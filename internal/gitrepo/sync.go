@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
+
+	"github.com/apiaryhq/apiary/internal/crashpoint"
 )
 
 // kustomizationFile is the file name Apiary generates in every directory under Path.
@@ -129,6 +131,7 @@ func (r *Repo) commitAndPush(ctx context.Context, changed []string, summary, mes
 	if err := r.sign(ctx, opts); err != nil {
 		return Result{}, fmt.Errorf("committing to %s: %w", r.opts.Branch, err)
 	}
+	crashpoint.Reach(crashpoint.GitCommit)
 	hash, err := w.Commit(msg, opts)
 	if errors.Is(err, git.ErrEmptyCommit) {
 		return Result{}, nil
@@ -143,9 +146,11 @@ func (r *Repo) commitAndPush(ctx context.Context, changed []string, summary, mes
 	if r.beforePush != nil {
 		r.beforePush()
 	}
+	crashpoint.Reach(crashpoint.GitPush)
 	if err := r.push(ctx); err != nil {
 		return Result{}, err
 	}
+	crashpoint.Reach(crashpoint.GitPushed)
 	r.head, r.ready, r.clean = hash, true, true
 	// Keep the tracking ref equal to what the remote now holds.
 	_ = r.repo.Storer.SetReference(plumbing.NewHashReference(

@@ -38,9 +38,10 @@ type GitServer struct {
 	username string
 	password string
 
-	mu   sync.Mutex
-	addr string
-	srv  *http.Server
+	mu     sync.Mutex
+	addr   string
+	srv    *http.Server
+	stalls []*gitStall
 }
 
 // GitServerOption changes how a GitServer serves.
@@ -153,7 +154,7 @@ func (s *GitServer) Stop() error {
 
 // handler runs git-http-backend for every request, after the credential check.
 func (s *GitServer) handler() http.Handler {
-	backend := &cgi.Handler{
+	var backend http.Handler = &cgi.Handler{
 		Path: s.backend,
 		Dir:  s.root,
 		Env: []string{
@@ -165,6 +166,7 @@ func (s *GitServer) handler() http.Handler {
 			"GIT_CONFIG_VALUE_0=true",
 		},
 	}
+	backend = s.stalling(backend)
 	if s.username == "" && s.password == "" {
 		return backend
 	}

@@ -31,6 +31,9 @@ import (
 // Environment is a running control plane with a client for it.
 type Environment struct {
 	env *envtest.Environment
+	// certDir is the API server's fixed certificate folder, with
+	// WithRestartableAPIServer; removed by Stop.
+	certDir string
 
 	// Config reaches the API server as an administrator.
 	Config *rest.Config
@@ -44,6 +47,7 @@ type options struct {
 	crdDirs      []string
 	withApiary   bool
 	withK0rdent  bool
+	restartable  bool
 	startTimeout time.Duration
 }
 
@@ -96,10 +100,24 @@ func Start(opts ...Option) (*Environment, error) {
 		ControlPlaneStartTimeout: o.startTimeout,
 		ControlPlaneStopTimeout:  30 * time.Second,
 	}
+	var certDir string
+	if o.restartable {
+		if certDir, err = os.MkdirTemp("", "apiary-apiserver-"); err != nil {
+			return nil, fmt.Errorf("creating the API server's certificate folder: %w", err)
+		}
+		env.ControlPlane.APIServer = &envtest.APIServer{CertDir: certDir}
+	}
 	if _, err := env.Start(); err != nil {
+		_ = os.RemoveAll(certDir)
 		return nil, fmt.Errorf("starting envtest control plane from %s: %w", assets, err)
 	}
-	return Wrap(env)
+	e, err := Wrap(env)
+	if err != nil {
+		_ = os.RemoveAll(certDir)
+		return nil, err
+	}
+	e.certDir = certDir
+	return e, nil
 }
 
 // Wrap returns the Environment of an envtest control plane that is already
@@ -122,7 +140,13 @@ func Wrap(env *envtest.Environment) (*Environment, error) {
 }
 
 // Stop stops the control plane.
-func (e *Environment) Stop() error { return e.env.Stop() }
+func (e *Environment) Stop() error {
+	err := e.env.Stop()
+	if e.certDir != "" {
+		_ = os.RemoveAll(e.certDir)
+	}
+	return err
+}
 
 // AddUser creates a user in the control plane and returns a config that
 // authenticates as that user, for tests of RBAC.
