@@ -16,7 +16,7 @@ func WithRestartableAPIServer() Option { return func(o *options) { o.restartable
 
 // StopAPIServer stops the API server and leaves etcd running, as when a
 // control plane's API server restarts: SIGTERM, and SIGKILL when it has not
-// stopped within the environment's stop timeout, 30s (a loaded API server
+// stopped within the environment's stop timeout (30s, WithStopTimeout) (a loaded API server
 // with open watches may not stop gracefully; a controller must survive
 // both). It reports whether the
 // server had to be killed, and returns once its port is closed. Clients see

@@ -49,6 +49,7 @@ type options struct {
 	withK0rdent  bool
 	restartable  bool
 	startTimeout time.Duration
+	stopTimeout  time.Duration
 }
 
 // Option changes how the environment starts.
@@ -57,6 +58,10 @@ type Option func(*options)
 // WithoutK0rdentCRDs starts the control plane without the k0rdent CRDs, as on
 // a management cluster where k0rdent is not installed yet.
 func WithoutK0rdentCRDs() Option { return func(o *options) { o.withK0rdent = false } }
+
+// WithStopTimeout bounds how long a stopping API server or etcd is given
+// after SIGTERM before it is killed; 30s by default.
+func WithStopTimeout(d time.Duration) Option { return func(o *options) { o.stopTimeout = d } }
 
 // Bare starts a control plane without any CRD, as a child cluster is.
 func Bare() Option {
@@ -71,7 +76,7 @@ func WithCRDDirs(dirs ...string) Option {
 
 // Start starts a control plane with Apiary's CRDs installed.
 func Start(opts ...Option) (*Environment, error) {
-	o := options{withApiary: true, withK0rdent: true, startTimeout: 90 * time.Second}
+	o := options{withApiary: true, withK0rdent: true, startTimeout: 90 * time.Second, stopTimeout: 30 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -98,7 +103,7 @@ func Start(opts ...Option) (*Environment, error) {
 		ErrorIfCRDPathMissing:    true,
 		BinaryAssetsDirectory:    assets,
 		ControlPlaneStartTimeout: o.startTimeout,
-		ControlPlaneStopTimeout:  30 * time.Second,
+		ControlPlaneStopTimeout:  o.stopTimeout,
 	}
 	var certDir string
 	if o.restartable {

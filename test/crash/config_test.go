@@ -41,7 +41,7 @@ func loadConfig() config {
 		workspaces: 60, clusters: 10, colony: 20, kills: 20,
 		gitWorkspaces: 12, gitColony: 4, gitKills: 20,
 		apiWorkspaces: 20,
-		hangCycles:    20,
+		hangCycles:    10,
 	}
 	if os.Getenv("APIARY_CRASH_FULL") != "" {
 		c.workspaces, c.gitWorkspaces, c.gitColony, c.apiWorkspaces, c.hangCycles = 200, 40, 10, 60, 100

@@ -91,7 +91,10 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail("finding Flux's CRDs", err)
 	}
-	if env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...), testenv.WithRestartableAPIServer()); err != nil {
+	if env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...), testenv.WithRestartableAPIServer(),
+		// An API server with a rollout's watches open does not stop on
+		// SIGTERM; 5s before the SIGKILL keeps the restart test short.
+		testenv.WithStopTimeout(5*time.Second)); err != nil {
 		return fail("starting the management control plane", err)
 	}
 	defer func() { _ = env.Stop() }()
