@@ -297,6 +297,9 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 			return false, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
 		}
 		if live != nil && owner.Owns(live.GetLabels()) {
+			if _, err := g.pruneForgotten(ctx, owner, e.ID, live); err != nil {
+				return false, err
+			}
 			return false, nil // Flux has not pruned it yet
 		}
 	}

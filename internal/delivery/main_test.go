@@ -45,8 +45,12 @@ func run(m *testing.M) int {
 		// tests that need an API server skip themselves.
 		return m.Run()
 	}
-	var err error
-	env, err = testenv.Start()
+	fluxCRDs, err := testenv.FluxCRDDirs() // for the Git sink's reads of a Kustomization
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
 		return 1
