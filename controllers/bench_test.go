@@ -24,10 +24,10 @@ import (
 // settle waits until Apiary made no request for quiet, then returns.
 func settle(quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	last, since := apiaryRequests.Load(), time.Now()
+	last, since := requests.management.Load(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		if n := apiaryRequests.Load(); n != last {
+		if n := requests.management.Load(); n != last {
 			last, since = n, time.Now()
 		} else if time.Since(since) >= quiet {
 			return
@@ -59,7 +59,7 @@ func BenchmarkColony200(b *testing.B) {
 		for e := range entries {
 			colony.Spec.ColonyClusters = append(colony.Spec.ColonyClusters, entry(fmt.Sprintf("c%03d", e)))
 		}
-		reqs0, writes0 := apiaryRequests.Load(), apiaryWrites.Load()
+		reqs0, writes0 := requests.management.Load(), requests.managementWrites.Load()
 		if err := env.Client.Create(ctx, colony); err != nil {
 			b.Fatal(err)
 		}
@@ -73,12 +73,12 @@ func BenchmarkColony200(b *testing.B) {
 				int(c.Status.ReadyClusters) == entries && c.Status.Phase == infrav1.ColonyPhaseReady
 		})
 		settle(3*time.Second, 2*time.Minute)
-		coldReqs, coldWrites := apiaryRequests.Load()-reqs0, apiaryWrites.Load()-writes0
+		coldReqs, coldWrites := requests.management.Load()-reqs0, requests.managementWrites.Load()-writes0
 
 		// Resyncs: a node without GPUs joins and leaves the child; every
 		// cluster's cache sees it and the Colony reconciles.
 		const resyncs = 5
-		reqs1, writes1, recs1 := apiaryRequests.Load(), apiaryWrites.Load(), managertest.Reconciles("colony")
+		reqs1, writes1, recs1 := requests.management.Load(), requests.managementWrites.Load(), managertest.Reconciles("colony")
 		for r := range resyncs {
 			name := fmt.Sprintf("%s-cpu-%d", ns, r)
 			if err := standin.AddGPUNode(ctx, childClient, name, nil, "", 0); err != nil {
@@ -86,7 +86,7 @@ func BenchmarkColony200(b *testing.B) {
 			}
 			settle(2*time.Second, time.Minute)
 		}
-		steadyReqs, steadyWrites := apiaryRequests.Load()-reqs1, apiaryWrites.Load()-writes1
+		steadyReqs, steadyWrites := requests.management.Load()-reqs1, requests.managementWrites.Load()-writes1
 		steadyRecs := managertest.Reconciles("colony") - recs1
 		if steadyRecs == 0 {
 			b.Fatal("the node changes triggered no Colony reconcile")

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/rest"
 
@@ -41,12 +42,21 @@ func (r apiRequest) detail() string {
 type requestLog struct {
 	mu  sync.Mutex
 	all []apiRequest
+	// management and managementWrites count the management requests, and
+	// those that are not reads, for the benchmarks.
+	management, managementWrites atomic.Int64
 }
 
 var requests = &requestLog{}
 
 func (l *requestLog) record(side string, req *http.Request) {
 	r := parseRequest(side, req)
+	if side == "management" {
+		l.management.Add(1)
+		if req.Method != http.MethodGet {
+			l.managementWrites.Add(1)
+		}
+	}
 	l.mu.Lock()
 	l.all = append(l.all, r)
 	l.mu.Unlock()
@@ -64,6 +74,12 @@ func (l *requestLog) since(mark int, keep func(apiRequest) bool) []apiRequest {
 		}
 	}
 	return out
+}
+
+// requestsIn is how many requests Apiary made to the management cluster's
+// objects of a namespace.
+func requestsIn(ns string) int {
+	return len(requests.since(0, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns }))
 }
 
 func (l *requestLog) mark() int {

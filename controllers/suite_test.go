@@ -6,9 +6,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -121,9 +118,7 @@ func run(m *testing.M) int {
 
 	// Apiary's own API requests are counted, for the benchmarks.
 	apiaryConfig := rest.CopyConfig(env.Config)
-	apiaryConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
-		return &countingTransport{next: &recordingTransport{side: "management", next: rt}}
-	})
+	apiaryConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &recordingTransport{side: "management", next: rt} })
 	done := make(chan error, 1)
 	go func() {
 		done <- manager.Run(ctx, manager.Options{
@@ -156,36 +151,4 @@ func logOutput() io.Writer {
 		return os.Stderr
 	}
 	return io.Discard
-}
-
-// apiaryRequests counts the API requests of Apiary's manager; apiaryWrites
-// counts those that are not reads (GET, LIST, WATCH).
-var apiaryRequests, apiaryWrites atomic.Int64
-
-type countingTransport struct{ next http.RoundTripper }
-
-func (c *countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.URL.Query().Get("watch") != "true" {
-		apiaryRequests.Add(1)
-		if req.Method != http.MethodGet {
-			apiaryWrites.Add(1)
-		}
-		if _, rest, ok := strings.Cut(req.URL.Path, "/namespaces/"); ok {
-			ns, _, _ := strings.Cut(rest, "/")
-			n, _ := requestsByNamespace.LoadOrStore(ns, new(atomic.Int64))
-			n.(*atomic.Int64).Add(1)
-		}
-	}
-	return c.next.RoundTrip(req)
-}
-
-// requestsByNamespace counts Apiary's requests to namespaced paths.
-var requestsByNamespace sync.Map
-
-// requestsIn is how many requests Apiary made to objects of a namespace.
-func requestsIn(ns string) int64 {
-	if n, ok := requestsByNamespace.Load(ns); ok {
-		return n.(*atomic.Int64).Load()
-	}
-	return 0
 }

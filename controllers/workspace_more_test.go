@@ -105,6 +105,6 @@ func TestWorkspaceSteadyStateMakesNoRequests(t *testing.T) {
 	patch := client.MergeFrom(ss.DeepCopy())
 	ss.Labels["poke"] = "1"
 	g.Expect(env.Client.Patch(ctx, ss, patch)).To(Succeed())
-	g.Consistently(func() int64 { return requestsIn(ns) - before }, 3*time.Second, 200*time.Millisecond).Should(BeZero(),
+	g.Consistently(func() int { return requestsIn(ns) - before }, 3*time.Second, 200*time.Millisecond).Should(BeZero(),
 		"a reconcile that changes nothing makes no API request")
 }
