@@ -234,22 +234,32 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 		r.enrolled.Store(obj.UID, enrolment{labels: labelsDigest(want), digest: digest})
 		return proceed, nil
 	}
-	ns := &corev1.Namespace{}
+	// create reports whether it created the namespace; one that exists
+	// already is no error.
+	create := func() (bool, error) {
+		err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}})
+		switch {
+		case apierrors.IsAlreadyExists(err):
+			return false, nil
+		case err != nil:
+			return false, fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
+		}
+		return true, nil
+	}
 	if _, seen := r.enrolled.Load(obj.UID); !seen && !refresh {
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}}
-		switch err := c.Create(ctx, ns); {
-		case err == nil:
+		switch created, err := create(); {
+		case err != nil:
+			return stopWith(0), err
+		case created:
 			return enrolled()
-		case !apierrors.IsAlreadyExists(err):
-			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
 		}
 	}
+	ns := &corev1.Namespace{}
 	err = c.Get(ctx, client.ObjectKey{Name: name}, ns)
 	switch {
 	case apierrors.IsNotFound(err):
-		ns = &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: want}}
-		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
-			return stopWith(0), fmt.Errorf("creating namespace %s on %s: %w", name, w.cdKey, err)
+		if _, err := create(); err != nil {
+			return stopWith(0), err
 		}
 		return enrolled()
 	case err != nil:
