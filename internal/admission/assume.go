@@ -1,8 +1,9 @@
 package admission
 
 import (
-	"strconv"
 	"sync"
+
+	"github.com/apiaryhq/apiary/internal/ownwrites"
 )
 
 // Assumptions remember what a process wrote to its objects until its
@@ -64,13 +65,8 @@ func (a *Assumptions[T]) Len() int {
 }
 
 // CaughtUp reports whether an object at one resourceVersion is at least as
-// new as another. resourceVersions are compared as integers, as the API
-// server's quota admission does; ones that do not parse only when equal.
+// new as another: the same version, or a newer one as ownwrites.Newer
+// compares them (as integers, as the API server's quota admission does).
 func CaughtUp(current, written string) bool {
-	x, errX := strconv.ParseUint(current, 10, 64)
-	y, errY := strconv.ParseUint(written, 10, 64)
-	if errX != nil || errY != nil {
-		return current == written
-	}
-	return x >= y
+	return current == written || ownwrites.Newer(current, written)
 }
