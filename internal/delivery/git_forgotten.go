@@ -45,10 +45,6 @@ func (g *Git) pruneForgotten(ctx context.Context, owner Owner, id string, live c
 	if rev == "" {
 		return false, nil // no removal commit known to this process
 	}
-	st, err := g.Synced(ctx, g.opts.Reader, owner, rev)
-	if err != nil || !st.Synced {
-		return false, err
-	}
 	kustomization := &unstructured.Unstructured{}
 	kustomization.SetGroupVersionKind(KustomizationGVK)
 	if err := g.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: ks.Name}, kustomization); err != nil {
@@ -62,6 +58,10 @@ func (g *Git) pruneForgotten(ctx context.Context, owner Owner, id string, live c
 		if m, ok := e.(map[string]any); ok && m["id"] == id {
 			return false, nil // Flux still tracks it and will prune it
 		}
+	}
+	st, err := g.syncState(ctx, kustomization, rev)
+	if err != nil || !st.Synced {
+		return false, err
 	}
 	uid := live.GetUID()
 	switch err := c.Delete(ctx, live, client.Preconditions{UID: &uid}); {

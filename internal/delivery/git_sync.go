@@ -37,16 +37,22 @@ func (g *Git) Synced(ctx context.Context, reader client.Reader, _ Owner, revisio
 	if ks == nil {
 		return SyncState{Message: "no Flux Kustomization is configured for Git delivery"}, nil
 	}
-	st := SyncState{Known: true}
 	obj := &unstructured.Unstructured{}
 	obj.SetGroupVersionKind(KustomizationGVK)
 	if err := reader.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: ks.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			st.Message = fmt.Sprintf("Flux Kustomization %s not found", ks)
-			return st, nil
+			return SyncState{Known: true, Message: fmt.Sprintf("Flux Kustomization %s not found", ks)}, nil
 		}
-		return st, fmt.Errorf("reading Flux Kustomization %s: %w", ks, err)
+		return SyncState{Known: true}, fmt.Errorf("reading Flux Kustomization %s: %w", ks, err)
 	}
+	return g.syncState(ctx, obj, revision)
+}
+
+// syncState reports whether the Kustomization obj (the sink's, read by the
+// caller) has applied revision.
+func (g *Git) syncState(ctx context.Context, obj *unstructured.Unstructured, revision string) (SyncState, error) {
+	ks := client.ObjectKeyFromObject(obj)
+	st := SyncState{Known: true}
 	st.Applied, _, _ = unstructured.NestedString(obj.Object, "status", "lastAppliedRevision")
 	applied := commitOf(st.Applied)
 	g.mu.Lock()
