@@ -126,3 +126,27 @@ func TestGitDeletePrunesWhatFluxForgot(t *testing.T) {
 		})
 	}
 }
+
+// TestGitOpenNudgesFlux: a sink that opens its clone asks Flux to fetch at
+// once, for a commit a stopped manager pushed without asking.
+func TestGitOpenNudgesFlux(t *testing.T) {
+	skipWithoutEnv(t)
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "git-nudge")
+	repo := &unstructured.Unstructured{}
+	repo.SetGroupVersionKind(gitRepositoryGVK)
+	repo.SetNamespace(ns)
+	repo.SetName("repo")
+	_ = unstructured.SetNestedField(repo.Object, map[string]any{"interval": "10m", "url": "https://example.com/repo.git"}, "spec")
+	g.Expect(env.Client.Create(ctx, repo)).To(Succeed())
+	srv := startGitServer(t)
+	key := types.NamespacedName{Namespace: ns, Name: "repo"}
+	startGit(t, srv, func(o *GitOptions) { o.Flux = FluxTarget{GitRepository: &key, Client: env.Client} })
+	g.Eventually(func(g Gomega) {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(gitRepositoryGVK)
+		g.Expect(env.Client.Get(ctx, key, got)).To(Succeed())
+		g.Expect(got.GetAnnotations()).To(HaveKey("reconcile.fluxcd.io/requestedAt"))
+	}).WithTimeout(20 * time.Second).Should(Succeed())
+}

@@ -67,6 +67,9 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 			close(g.opened)
 			g.mu.Unlock()
 			g.opts.Logger.Info("opened Git repository", "files", len(files), "head", repo.Head())
+			// A manager stopped after a push and before its nudge left
+			// Flux to find that commit at its next interval: ask once now.
+			g.nudgeFlux(ctx)
 			g.notifier.notify(refused)
 			for _, s := range sweeps {
 				if n := g.Sweep(s.kind, s.alive); n > 0 {
