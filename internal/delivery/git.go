@@ -154,7 +154,8 @@ func (g *Git) Mode() string { return ModeGit }
 // removal of files of prev's objects that left the set. When the owner has
 // queued changes the Result is Pending (and carries the error of the last
 // failed commit, if any); otherwise its Revision is the commit that holds
-// the owner's files.
+// the owner's files. The returned inventory keeps the entries whose removal
+// is queued and not yet committed, so that a restart finds them again.
 func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, err
@@ -236,6 +237,13 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		}
 		if g.queueRemoval(owner, e) {
 			changed = append(changed, e.ID)
+		}
+		// A removal stays in the inventory until it is committed: the
+		// caller records the inventory on the owner's status before the
+		// commit is made, and a process that dies in between must find the
+		// removal there again, or the file would stay in Git for good.
+		if g.removalPending(key, e) {
+			entries = append(entries, e)
 		}
 	}
 	if len(changed) > 0 {
@@ -324,6 +332,17 @@ func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
 	}
 	g.queue(path, nil, keyOf(owner))
 	return true
+}
+
+// removalPending reports whether the removal of an entry's file is queued
+// for owner and not committed yet. Callers hold g.mu.
+func (g *Git) removalPending(owner ownerKey, e commonv1.ResourceRef) bool {
+	id, err := ParseID(e.ID)
+	if err != nil {
+		return false
+	}
+	p, ok := g.pending[gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)]
+	return ok && p.data == nil && p.owner == owner
 }
 
 // current returns the content a path will have after the queued changes,

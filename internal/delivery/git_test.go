@@ -222,3 +222,49 @@ func TestGitDelete_RemovesFilesAndWaitsForFluxToPrune(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(done).To(BeTrue())
 }
+
+// TestGitApply_RemovalSurvivesACrashBeforeItsCommit: the inventory Apply
+// returns while an object's removal is queued still lists the object, so a
+// process that records it and dies before the commit finds the removal again
+// after a restart; the file leaves the repository. Without that, the
+// owner's status would forget the object while Git still holds it.
+func TestGitApply_RemovalSurvivesACrashBeforeItsCommit(t *testing.T) {
+	skipWithoutEnv(t)
+	g := NewWithT(t)
+	ns := env.NewNamespace(t, "git-crash")
+	srv := startGitServer(t)
+	owner := testOwner(ns, "colony")
+	both := func() []*unstructured.Unstructured {
+		return []*unstructured.Unstructured{configMap(ns, "keep", map[string]string{"k": "1"}), configMap(ns, "gone", map[string]string{"k": "2"})}
+	}
+	first := startGit(t, srv, nil)
+	committed := applyUntilCommitted(t, first, owner, both, nil)
+	g.Expect(ids(committed)).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_gone__ConfigMap"))
+	commits := len(history(t, srv))
+
+	// A sink whose commit never comes (the process dies in its window).
+	dying := startGit(t, srv, func(o *GitOptions) { o.Window = time.Hour; o.Repo.Dir = t.TempDir() })
+	one := func() []*unstructured.Unstructured { return both()[:1] }
+	var recorded *Result
+	g.Eventually(func(g Gomega) {
+		var err error
+		recorded, err = dying.Apply(context.Background(), owner, one(), committed.Inventory)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(recorded.Pending).To(BeTrue())
+	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
+	g.Expect(recorded.Changed).To(Equal([]string{ns + "_gone__ConfigMap"}))
+	g.Expect(ids(recorded)).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_gone__ConfigMap"),
+		"the removal is not committed: the object stays in the inventory")
+	again, err := dying.Apply(context.Background(), owner, one(), recorded.Inventory)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ids(again)).To(ConsistOf(ns+"_keep__ConfigMap", ns+"_gone__ConfigMap"), "and on every Apply until then")
+	g.Expect(history(t, srv)).To(HaveLen(commits))
+
+	// The restarted process has only what the status recorded.
+	restarted := startGit(t, srv, func(o *GitOptions) { o.Repo.Dir = t.TempDir() })
+	res := applyUntilCommitted(t, restarted, owner, one, recorded.Inventory)
+	g.Expect(ids(res)).To(Equal([]string{ns + "_keep__ConfigMap"}))
+	g.Expect(remoteFile(t, srv, objPath(ns, "ConfigMap", "gone"))).To(BeEmpty())
+	g.Expect(remoteFile(t, srv, objPath(ns, "ConfigMap", "keep"))).NotTo(BeEmpty())
+	g.Expect(history(t, srv)).To(HaveLen(commits + 1))
+}
