@@ -300,9 +300,14 @@ func quietPhase(p workspacesv1.WorkspacePhase) bool {
 	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying
 }
 
-// workspaceOwner identifies a workspace to the delivery sink.
+// workspaceOwner identifies a workspace to the delivery sink. It consents
+// to deferred adoption: the ServiceSet the exalsius operator wrote for it
+// (with an ownerReference to it) is not written while it holds what Apiary
+// renders, apart from the labels Apiary's ServiceSets carry only to be
+// found by, which the operator does not set.
 func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
-	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{WorkspaceLabel, WorkspaceOwnerNamespaceLabel, managedByLabel}}}
 }
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
