@@ -18,16 +18,20 @@ import (
 //     created it for owner, as the exalsius operator does a workspace's
 //     ServiceSet;
 //   - live, as the cache has it, holds every field of the desired object
-//     apart from the sink's owner labels and digest annotation and the
-//     owner's mark labels it lacks.
+//     apart from what unmarked leaves out: the sink's owner labels and
+//     digest annotation, the owner's mark labels live lacks, and the
+//     desired object's ownerReference to owner: live's reference to the
+//     same UID stands for it, whatever its controller and
+//     blockOwnerDeletion flags say (the exalsius operator's is no
+//     controller reference; the workspace controller renders one).
 //
-// Writing such an object would change nothing but Apiary's marks and the
-// managed fields, so it costs no write now: the adopting Update (adopt),
-// which moves the fields of the previous writer, comes with the owner's
-// first change of it. Until then the object belongs to owner by its
-// ownerReference (ownedBy), which pruning and deletion go by. A Secret the
-// cache holds without its data is never deferred: nothing shows that it
-// holds the desired data.
+// Writing such an object would change nothing but Apiary's marks, those
+// flags and the managed fields, so it costs no write now: the adopting
+// Update (adopt), which moves the fields of the previous writer, comes
+// with the owner's first change of it. Until then the object belongs to
+// owner by its ownerReference (ownedBy), which pruning and deletion go by.
+// A Secret the cache holds without its data is never deferred: nothing
+// shows that it holds the desired data.
 func (d *Direct) deferred(owner Owner, it *item, live client.Object) (bool, error) {
 	if owner.DeferAdoption == nil || !d.adoption.Enabled() || d.apiReader == nil {
 		return false, nil
@@ -46,14 +50,14 @@ func (d *Direct) deferred(owner Owner, it *item, live client.Object) (bool, erro
 	if isSecret(it.gvk) && !hasData(m) {
 		return false, nil
 	}
-	return d.holds(it.gvk, unmarked(it.obj.Object, liveLabels, owner.DeferAdoption.MarkLabels), m), nil
+	return d.holds(it.gvk, unmarked(it.obj.Object, liveLabels, owner), m), nil
 }
 
-// unmarked returns a copy of a prepared desired object without what only
-// marks it as delivered: the owner labels, the applied-digest annotation,
-// and the mark labels that the live object's labels lack. obj is not
-// modified.
-func unmarked(obj map[string]any, live map[string]string, marks []string) map[string]any {
+// unmarked returns a copy of a prepared desired object of owner without
+// what only marks it as owner's: the owner labels, the applied-digest
+// annotation, the mark labels (Owner.DeferAdoption) that the live object's
+// labels lack, and its ownerReferences to owner's UID. obj is not modified.
+func unmarked(obj map[string]any, live map[string]string, owner Owner) map[string]any {
 	out := make(map[string]any, len(obj))
 	for k, v := range obj {
 		out[k] = v
@@ -68,9 +72,11 @@ func unmarked(obj map[string]any, live map[string]string, marks []string) map[st
 	}
 	out["metadata"] = md
 	drop := map[string]bool{LabelOwnerKind: true, LabelOwnerNamespace: true, LabelOwnerName: true}
-	for _, k := range marks {
-		if _, ok := live[k]; !ok {
-			drop[k] = true
+	if owner.DeferAdoption != nil {
+		for _, k := range owner.DeferAdoption.MarkLabels {
+			if _, ok := live[k]; !ok {
+				drop[k] = true
+			}
 		}
 	}
 	if labels, ok := meta["labels"].(map[string]any); ok {
@@ -78,6 +84,19 @@ func unmarked(obj map[string]any, live map[string]string, marks []string) map[st
 	}
 	if ann, ok := meta["annotations"].(map[string]any); ok {
 		md["annotations"] = without(ann, map[string]bool{AnnotationAppliedDigest: true})
+	}
+	if refs, ok := meta["ownerReferences"].([]any); ok {
+		var kept []any
+		for _, r := range refs {
+			if ref, ok := r.(map[string]any); !ok || owner.UID == "" || ref["uid"] != string(owner.UID) {
+				kept = append(kept, r)
+			}
+		}
+		if len(kept) == 0 {
+			delete(md, "ownerReferences")
+		} else {
+			md["ownerReferences"] = kept
+		}
 	}
 	return out
 }

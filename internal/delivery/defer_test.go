@@ -43,11 +43,20 @@ func adoptingSink() *Direct {
 	return NewDirect(mgr.GetClient(), mgr.GetAPIReader(), DirectOptions{AdoptFrom: []string{"manager"}})
 }
 
+// controlledBy sets on a desired object a controller reference to owner,
+// as the workspace controller renders it.
+func controlledBy(obj *unstructured.Unstructured, owner Owner) {
+	yes := true
+	obj.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "workspaces.exalsius.ai/v1", Kind: "WorkspaceDeployment",
+		Name: owner.Name, UID: owner.UID, Controller: &yes, BlockOwnerDeletion: &yes}})
+}
+
 // TestDirectApply_DefersAdoptingWhatHoldsTheRender: objects another writer
 // created for an owner that defers adoption, which hold what the owner
-// renders (a mark label they lack aside), are not written, not even read
-// from the API server, and are listed in the inventory; they belong to the
-// owner by their ownerReference, so pruning and deleting remove them.
+// renders (a mark label they lack and the flags of their reference to the
+// owner aside), are not written, not even read from the API server, and
+// are listed in the inventory; they belong to the owner by their
+// ownerReference, so pruning and deleting remove them.
 func TestDirectApply_DefersAdoptingWhatHoldsTheRender(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns, _, _ := setup(t, "defer")
@@ -62,6 +71,7 @@ func TestDirectApply_DefersAdoptingWhatHoldsTheRender(t *testing.T) {
 		for _, name := range names {
 			cm := configMap(ns, name, map[string]string{"mode": "fast"})
 			cm.SetLabels(map[string]string{"keep": "a", markLabel: "apiary"})
+			controlledBy(cm, owner)
 			out = append(out, cm)
 		}
 		return out
@@ -120,6 +130,7 @@ func TestDirectApply_AdoptsADeferrableObjectThatDiffers(t *testing.T) {
 		before := operatorConfigMap(t, ns, tc.name, owner.UID, tc.labels, map[string]string{"mode": tc.data})
 		want := configMap(ns, tc.name, map[string]string{"mode": "fast"})
 		want.SetLabels(map[string]string{"keep": "a", markLabel: "apiary"})
+		controlledBy(want, owner)
 		var res *Result
 		var err error
 		reqs := requests.during(func() { res, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{want}, nil) })
@@ -134,7 +145,8 @@ func TestDirectApply_AdoptsADeferrableObjectThatDiffers(t *testing.T) {
 		g.Expect(got.GetAnnotations()).To(SatisfyAll(HaveKey(AnnotationAppliedDigest), HaveKeyWithValue(AnnotationAdopted, "manager")),
 			"%s: the adopting Update", tc.name)
 		g.Expect(managersOf(got)).To(ContainElement("apiary/Apply"), "%s: the writer's fields moved", tc.name)
-		g.Expect(got.GetOwnerReferences()).To(HaveLen(1), "%s: the writer's owner reference stays", tc.name)
+		g.Expect(got.GetOwnerReferences()).To(ConsistOf(HaveField("UID", owner.UID)), "%s: one reference to the owner", tc.name)
+		g.Expect(metav1.GetControllerOf(got)).NotTo(BeNil(), "%s: the rendered controller reference", tc.name)
 	}
 }
 

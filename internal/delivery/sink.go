@@ -74,8 +74,10 @@ type Owner struct {
 // DeferAdoption is an owner's consent to deferred adoption: an object
 // another controller wrote for the owner, and that names the owner's UID in
 // its ownerReferences, is not written while it holds every field the owner
-// renders, so that taking over from that controller costs no write; it is
-// adopted (adopt.go) with the owner's first change of it.
+// renders (its reference to the owner counting for the one rendered,
+// whatever their controller and blockOwnerDeletion flags), so that taking
+// over from that controller costs no write; it is adopted (adopt.go) with
+// the owner's first change of it.
 type DeferAdoption struct {
 	// MarkLabels are the keys of labels the owner's objects carry only to be
 	// found by (the owner's name, app.kubernetes.io/managed-by): an object
