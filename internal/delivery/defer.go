@@ -29,7 +29,7 @@ import (
 // flags and the managed fields, so it costs no write now: the adopting
 // Update (adopt), which moves the fields of the previous writer, comes
 // with the owner's first change of it. Until then the object belongs to
-// owner by its ownerReference (ownedBy), which pruning and deletion go by.
+// owner by its ownerReference (ownsLive), which pruning and deletion go by.
 // A Secret the cache holds without its data is never deferred: nothing
 // shows that it holds the desired data.
 func (d *Direct) deferred(owner Owner, it *item, live client.Object) (bool, error) {
@@ -137,12 +137,12 @@ func references(obj metav1.Object, uid types.UID) bool {
 	return false
 }
 
-// ownedBy reports whether a live object belongs to owner, so that the sink
+// ownsLive reports whether a live object belongs to owner, so that the sink
 // may prune or delete it: it carries owner's labels or, carrying no Apiary
 // owner label of anyone, names owner's UID in its ownerReferences (an
 // object another controller created for owner, whose adoption is deferred).
 // An object carrying another Apiary owner's labels never belongs to owner.
-func (o Owner) ownedBy(obj metav1.Object) bool {
+func (o Owner) ownsLive(obj metav1.Object) bool {
 	labels := obj.GetLabels()
 	if o.Owns(labels) {
 		return true

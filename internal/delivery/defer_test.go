@@ -221,8 +221,8 @@ func TestDirectApply_AdoptsAtOnceWithoutDeferral(t *testing.T) {
 	}
 }
 
-// TestOwnedBy: which live objects an owner may prune and delete.
-func TestOwnedBy(t *testing.T) {
+// TestOwnsLive: which live objects an owner may prune and delete.
+func TestOwnsLive(t *testing.T) {
 	g := NewWithT(t)
 	owner := Owner{Kind: "WorkspaceDeployment", Namespace: "ns", Name: "w", UID: "uid-w"}
 	obj := func(labels map[string]string, uids ...types.UID) *metav1.ObjectMeta {
@@ -233,12 +233,12 @@ func TestOwnedBy(t *testing.T) {
 		return m
 	}
 	other := Owner{Kind: "WorkspaceDeployment", Namespace: "ns", Name: "other"}.OwnerLabels()
-	g.Expect(owner.ownedBy(obj(owner.OwnerLabels()))).To(BeTrue(), "its labels")
-	g.Expect(owner.ownedBy(obj(map[string]string{"a": "b"}, "x", "uid-w"))).To(BeTrue(), "its UID, no Apiary labels")
-	g.Expect(owner.ownedBy(obj(nil, "x"))).To(BeFalse(), "another UID")
-	g.Expect(owner.ownedBy(obj(other, "uid-w"))).To(BeFalse(), "another owner's labels win over the reference")
-	g.Expect(owner.ownedBy(obj(map[string]string{LabelOwnerKind: "WorkspaceDeployment"}, "uid-w"))).To(BeFalse(), "part of some owner's labels")
-	g.Expect(Owner{Kind: "Colony", Name: "c"}.ownedBy(obj(nil, ""))).To(BeFalse(), "an owner without UID")
+	g.Expect(owner.ownsLive(obj(owner.OwnerLabels()))).To(BeTrue(), "its labels")
+	g.Expect(owner.ownsLive(obj(map[string]string{"a": "b"}, "x", "uid-w"))).To(BeTrue(), "its UID, no Apiary labels")
+	g.Expect(owner.ownsLive(obj(nil, "x"))).To(BeFalse(), "another UID")
+	g.Expect(owner.ownsLive(obj(other, "uid-w"))).To(BeFalse(), "another owner's labels win over the reference")
+	g.Expect(owner.ownsLive(obj(map[string]string{LabelOwnerKind: "WorkspaceDeployment"}, "uid-w"))).To(BeFalse(), "part of some owner's labels")
+	g.Expect(Owner{Kind: "Colony", Name: "c"}.ownsLive(obj(nil, ""))).To(BeFalse(), "an owner without UID")
 }
 
 // rv is an object's resourceVersion as a number.

@@ -42,7 +42,7 @@ const (
 	removeSent                           // a delete was sent now
 )
 
-// remove deletes the object of id when it still belongs to owner (ownedBy:
+// remove deletes the object of id when it still belongs to owner (ownsLive:
 // it carries owner's labels, or an ownerReference to owner and no Apiary
 // owner labels), with preconditions on the live object's UID and
 // resourceVersion so that an object taken over since the cache saw it is
@@ -56,7 +56,7 @@ func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version s
 	if err != nil {
 		return removeGone, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
 	}
-	if live == nil || !owner.ownedBy(live) {
+	if live == nil || !owner.ownsLive(live) {
 		return removeGone, nil
 	}
 	if live.GetDeletionTimestamp() != nil {

@@ -84,7 +84,7 @@ type item struct {
 // the cache carries the same applied digest and already has every field of
 // the desired object, or its adoption is deferred (Direct.deferred). Objects
 // of prev that left the set are deleted when they still belong to owner
-// (ownedBy). Errors of single objects are joined; the other
+// (ownsLive). Errors of single objects are joined; the other
 // objects are still applied, and the returned inventory keeps prev's entries
 // of objects that failed.
 func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
