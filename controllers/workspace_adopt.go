@@ -14,9 +14,10 @@ import (
 
 // keepAdoptedValues, for each rendered ServiceSet that exists, keeps the
 // values text of every service whose rendered values mean the same
-// (values.Equivalent): a ServiceSet the exalsius operator wrote is then
-// adopted with a change of its metadata only, not of its spec, so Sveltos
-// does not upgrade the Helm release, and later reconciles render the same.
+// (values.Equivalent): a ServiceSet the exalsius operator wrote then holds
+// what Apiary renders, so the sink leaves it unwritten until Apiary changes
+// it (workspaceOwner's delivery.DeferAdoption), Sveltos does not upgrade the
+// Helm release, and later reconciles render the same.
 func (r *WorkspaceDeploymentReconciler) keepAdoptedValues(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
 		if o.GroupVersionKind() != k0rdentv1beta1.GroupVersion.WithKind("ServiceSet") {

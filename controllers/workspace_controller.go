@@ -300,9 +300,18 @@ func quietPhase(p workspacesv1.WorkspacePhase) bool {
 	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying
 }
 
-// workspaceOwner identifies a workspace to the delivery sink.
+// workspaceOwner identifies a workspace to the delivery sink. It consents
+// to deferred adoption: the ServiceSet the exalsius operator wrote for it
+// is not written while it holds what Apiary renders, apart from the labels
+// Apiary's ServiceSets carry only to be found by, which the operator does
+// not set, and the flags of its ownerReference to the workspace (the
+// operator's is no controller reference, and k0rdent runs its ServiceSets
+// so): Apiary reads no ServiceSet's controller, and the workspace's
+// finalizer, which Apiary releases only once the ServiceSet is gone, does
+// what blockOwnerDeletion would.
 func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
-	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
+	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{WorkspaceLabel, WorkspaceOwnerNamespaceLabel, managedByLabel}}}
 }
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {

@@ -15,10 +15,12 @@ import (
 // their names. A
 // manager stopped between applying the ServiceSet and recording the
 // inventory (killed, evicted) leaves them out of it, and they must not
-// outlive the workspace. The sink removes only objects that carry the
-// workspace's owner labels, so naming one that is not there, or that
-// another owner holds, removes nothing. (In Git mode the sink's sweep
-// removes the files of workspaces that are gone.)
+// outlive the workspace. The sink removes only objects that belong to the
+// workspace (its owner labels, or, for a ServiceSet the exalsius operator
+// wrote and Apiary has not written yet, an ownerReference to it and no
+// Apiary owner labels), so naming one that is not there, or that another
+// owner holds, removes nothing. (In Git mode the sink's sweep removes the
+// files of workspaces that are gone.)
 func deletionInventory(obj *workspacesv1.WorkspaceDeployment) *commonv1.ResourceInventory {
 	cd := clusterKey(obj)
 	named := func(apiVersion, kind, name string) *unstructured.Unstructured {

@@ -6,6 +6,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -187,8 +189,10 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfCluster(ctx context.Context,
 	return requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(o).String()), nil)
 }
 
-// workspacesOfServiceSet maps a workspace's ServiceSet to it, and a shared
-// prerequisite ServiceSet to the workspaces of its cluster that wait for it.
+// workspacesOfServiceSet maps a workspace's ServiceSet to it, by its
+// workspace labels or, without them, by its ownerReferences
+// (workspacesReferencedBy), and a shared prerequisite ServiceSet to the
+// workspaces of its cluster that wait for it.
 func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Context, o client.Object) []reconcile.Request {
 	labels := o.GetLabels()
 	if labels[plan.RoleLabel] == plan.RolePrerequisite {
@@ -203,9 +207,36 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Conte
 	}
 	name, ns := labels[WorkspaceLabel], labels[WorkspaceOwnerNamespaceLabel]
 	if name == "" || ns == "" {
-		return nil
+		return r.workspacesReferencedBy(ctx, o)
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
+}
+
+// workspacesReferencedBy maps a ServiceSet without Apiary's workspace labels
+// to the workspaces of its cluster whose UIDs its ownerReferences name. The
+// exalsius operator's ServiceSets have such a reference and none of those
+// labels, and Apiary adopts them without writing them while they hold what
+// it renders (delivery.DeferAdoption), so it is by the reference that their
+// status changes reach their workspace. The workspace is looked up by UID,
+// not by the reference's name, as the operator may have referenced a
+// workspace of another namespace than the ServiceSet's.
+func (r *WorkspaceDeploymentReconciler) workspacesReferencedBy(ctx context.Context, o client.Object) []reconcile.Request {
+	ss, ok := o.(*k0rdentv1beta1.ServiceSet)
+	if !ok {
+		return nil
+	}
+	uids := map[types.UID]bool{}
+	for _, ref := range ss.OwnerReferences {
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err == nil && gv.Group == workspacesv1.GroupVersion.Group && ref.Kind == "WorkspaceDeployment" {
+			uids[ref.UID] = true
+		}
+	}
+	if len(uids) == 0 {
+		return nil
+	}
+	key := client.ObjectKey{Namespace: ss.Namespace, Name: ss.Spec.Cluster}.String()
+	return requests(r.listBy(ctx, workspaceClusterIndex, key), func(w *workspacesv1.WorkspaceDeployment) bool { return uids[w.UID] })
 }
 
 // releaseSettled reports whether a ServiceSet update settles one of its

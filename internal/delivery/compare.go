@@ -9,6 +9,8 @@ import (
 	"math"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
@@ -229,4 +231,59 @@ func toFloat(v any) (float64, bool) {
 		return float64(i), true
 	}
 	return 0, false
+}
+
+func isSecret(gvk schema.GroupVersionKind) bool { return gvk.Group == "" && gvk.Kind == "Secret" }
+
+// hasData reports whether a live Secret came with its data.
+func hasData(m map[string]any) bool {
+	_, data := m["data"]
+	_, stringData := m["stringData"]
+	return data || stringData
+}
+
+// withoutData is a copy of a Secret without its data fields.
+func withoutData(m map[string]any) map[string]any {
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != "data" && k != "stringData" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// holds reports whether the live object m (see toMap) has every field of
+// want, a desired object of kind gvk. Most objects match as they are; only
+// when they do not is want normalised like the live object and compared
+// again.
+func (d *Direct) holds(gvk schema.GroupVersionKind, want, m map[string]any) bool {
+	return subset(want, m) || subset(d.comparable(gvk, want), m)
+}
+
+// comparable returns a desired object m of kind gvk in the form the live
+// object is compared with: Secret stringData folded into data and, for
+// kinds of the scheme, only the fields the Go type holds.
+func (d *Direct) comparable(gvk schema.GroupVersionKind, m map[string]any) map[string]any {
+	if isSecret(gvk) {
+		m = secretStringDataToData(m)
+	}
+	if !d.scheme.Recognizes(gvk) {
+		return m
+	}
+	typed, err := d.scheme.New(gvk)
+	if err != nil {
+		return m
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, typed); err != nil {
+		return m
+	}
+	rt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
+	if err != nil {
+		return m
+	}
+	if r, ok := restrict(m, rt).(map[string]any); ok {
+		return r
+	}
+	return m
 }

@@ -42,9 +42,11 @@ const (
 	removeSent                           // a delete was sent now
 )
 
-// remove deletes the object of id when it still carries owner's labels, with
-// preconditions on the live object's UID and resourceVersion so that an
-// object taken over since the cache saw it is left alone.
+// remove deletes the object of id when it still belongs to owner (ownsLive:
+// it carries owner's labels, or an ownerReference to owner and no Apiary
+// owner labels), with preconditions on the live object's UID and
+// resourceVersion so that an object taken over since the cache saw it is
+// left alone.
 func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version string) (removeState, error) {
 	gvk := id.GroupVersionKind(version)
 	live, err := d.getLive(ctx, gvk, client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
@@ -54,7 +56,7 @@ func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version s
 	if err != nil {
 		return removeGone, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
 	}
-	if live == nil || !owner.Owns(live.GetLabels()) {
+	if live == nil || !owner.ownsLive(live) {
 		return removeGone, nil
 	}
 	if live.GetDeletionTimestamp() != nil {
@@ -76,9 +78,9 @@ func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version s
 	return removeSent, nil
 }
 
-// Delete removes every object of prev that still carries owner's labels,
-// and reports done once none of them exists any more. Objects held by
-// another owner, and entries whose ID names no object, are left alone.
+// Delete removes every object of prev that still belongs to owner (see
+// remove), and reports done once none of them exists any more. Objects held
+// by another owner, and entries whose ID names no object, are left alone.
 func (d *Direct) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceInventory) (bool, error) {
 	if err := owner.Validate(); err != nil {
 		return false, err

@@ -82,8 +82,9 @@ type item struct {
 // Apply makes the cluster hold exactly objs for owner. An object is applied
 // (server-side, forcing ownership of its fields) unless the live object in
 // the cache carries the same applied digest and already has every field of
-// the desired object. Objects of prev that left the set are deleted when they
-// still carry owner's labels. Errors of single objects are joined; the other
+// the desired object, or its adoption is deferred (Direct.deferred). Objects
+// of prev that left the set are deleted when they still belong to owner
+// (ownsLive). Errors of single objects are joined; the other
 // objects are still applied, and the returned inventory keeps prev's entries
 // of objects that failed.
 func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
@@ -272,17 +273,24 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 			if err != nil {
 				return false, fmt.Errorf("%s: reading the live object: %w", name, err)
 			}
-			// Most objects match as they are; only when they do not is the
-			// desired object normalised like the live one and compared again.
 			want := it.obj.Object
 			if isSecret(it.gvk) && !hasData(m) {
 				// The manager caches Secrets without their data: the
 				// applied-digest annotation, which covers it, stands for it.
 				want = withoutData(want)
 			}
-			if subset(want, m) || subset(d.comparable(it), m) {
+			if d.holds(it.gvk, want, m) {
 				return false, nil
 			}
+		}
+		deferred, err := d.deferred(owner, it, live)
+		if err != nil {
+			return false, fmt.Errorf("%s: %w", name, err)
+		}
+		if deferred {
+			log.FromContext(ctx).V(1).Info("left an object another controller wrote unwritten until it changes",
+				"object", name, "owner", owner.String())
+			return false, nil
 		}
 	}
 	if adopted, err := d.takeOver(ctx, it, live); err != nil || adopted {
@@ -299,54 +307,6 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 	}
 	log.FromContext(ctx).V(1).Info("applied object", "object", name, "owner", owner.String())
 	return live == nil || obj.GetResourceVersion() != live.GetResourceVersion(), nil
-}
-
-func isSecret(gvk schema.GroupVersionKind) bool { return gvk.Group == "" && gvk.Kind == "Secret" }
-
-// hasData reports whether a live Secret came with its data.
-func hasData(m map[string]any) bool {
-	_, data := m["data"]
-	_, stringData := m["stringData"]
-	return data || stringData
-}
-
-// withoutData is a copy of a Secret without its data fields.
-func withoutData(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		if k != "data" && k != "stringData" {
-			out[k] = v
-		}
-	}
-	return out
-}
-
-// comparable returns the desired object in the form the live object is
-// compared with: Secret stringData folded into data and, for kinds of the
-// scheme, only the fields the Go type holds.
-func (d *Direct) comparable(it *item) map[string]any {
-	m := it.obj.Object
-	if isSecret(it.gvk) {
-		m = secretStringDataToData(m)
-	}
-	if !d.scheme.Recognizes(it.gvk) {
-		return m
-	}
-	typed, err := d.scheme.New(it.gvk)
-	if err != nil {
-		return m
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, typed); err != nil {
-		return m
-	}
-	rt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
-	if err != nil {
-		return m
-	}
-	if r, ok := restrict(m, rt).(map[string]any); ok {
-		return r
-	}
-	return m
 }
 
 // getLive reads an object through the client; nil when it does not exist.

@@ -65,6 +65,25 @@ type Owner struct {
 	// Labels are extra labels set on every delivered object. The owner labels
 	// (LabelOwnerKind, LabelOwnerNamespace, LabelOwnerName) win over them.
 	Labels map[string]string
+	// DeferAdoption, when set, lets the direct sink leave unwritten an object
+	// another controller created for this owner that already holds what the
+	// owner renders (see Direct.deferred); nil adopts such objects at once.
+	DeferAdoption *DeferAdoption
+}
+
+// DeferAdoption is an owner's consent to deferred adoption: an object
+// another controller wrote for the owner, and that names the owner's UID in
+// its ownerReferences, is not written while it holds every field the owner
+// renders (its reference to the owner counting for the one rendered,
+// whatever their controller and blockOwnerDeletion flags), so that taking
+// over from that controller costs no write; it is adopted (adopt.go) with
+// the owner's first change of it.
+type DeferAdoption struct {
+	// MarkLabels are the keys of labels the owner's objects carry only to be
+	// found by (the owner's name, app.kubernetes.io/managed-by): an object
+	// that lacks one of them still holds what the owner renders. One that
+	// carries it with another value does not.
+	MarkLabels []string
 }
 
 // String names the owner as "Kind namespace/name" for messages.

@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -36,11 +37,13 @@ const (
 // TestRunningWorkspacesAreAdoptedInPlace: three workspaces the exalsius
 // operator deployed are taken over by Apiary without their ServiceSets
 // being deleted or re-created and without their releases being installed
-// again; the two whose render means the same stay Running throughout. Each ServiceSet is written once (Apiary's labels, annotation and
-// field ownership); its spec changes only for the workspace whose values
-// Apiary renders differently, which is upgraded once. A restart of Apiary
-// writes nothing more. Deleting an adopted workspace releases the
-// operator's finalizer, and its ServiceSet and release go.
+// again; the two whose render means the same stay Running throughout and
+// their ServiceSets are not written at all (adoption deferred until Apiary
+// changes them). The one whose values Apiary renders differently is
+// written once (Apiary's labels, annotation, field ownership and the new
+// values) and upgraded once. A restart of Apiary writes nothing more.
+// Deleting an adopted workspace, written or not, releases the operator's
+// finalizer, and its ServiceSet and release go.
 func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -64,7 +67,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 
 	m := apiary(t)
 	for name, r := range ws {
-		adopted(t, r.ServiceSet, r.Workspace)
+		delivered(t, r.ServiceSet, r.Workspace)
 		g.Eventually(func(g Gomega) {
 			got := &workspacesv1.WorkspaceDeployment{}
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(r.Workspace), got)).To(Succeed())
@@ -74,6 +77,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		}, timeout, poll).Should(Succeed())
 	}
+	adopted(t, ws["stale"].ServiceSet, ws["stale"].Workspace)
 	// A restart reconciles everything again from an empty cache.
 	m.Restart(func() {})
 	time.Sleep(3 * time.Second)
@@ -83,7 +87,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	}
 
 	want := map[string][3]int{ // updates, spec changes, deletes
-		"same": {1, 0, 0}, "reworded": {1, 0, 0}, "stale": {1, 1, 0},
+		"same": {0, 0, 0}, "reworded": {0, 0, 0}, "stale": {1, 1, 0},
 	}
 	for name, r := range ws {
 		got := &k0rdentv1beta1.ServiceSet{}
@@ -97,6 +101,19 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 		g.Expect(installs).To(Equal(1), "%s: never installed again", name)
 		g.Expect(upgrades).To(Equal(want[name][1]), "%s: upgraded only when its spec changed", name)
 		g.Expect(got.OwnerReferences).To(ContainElement(HaveField("UID", r.Workspace.UID)), "the operator's owner reference stays")
+		if name != "stale" {
+			// Not written: the ServiceSet is as the operator left it. Its
+			// field manager still owns the spec, and Apiary has no managed
+			// fields, labels or annotations on it; the ownerReference ties
+			// it to the workspace. Apiary's first change of it moves the
+			// fields (TestAnAdoptedWorkspaceIsWrittenAtItsFirstChange).
+			g.Expect(managerOwns(g, got, operatorFieldManager, metav1.ManagedFieldsOperationUpdate, "f:spec", "f:services")).To(BeTrue(),
+				"%s: the operator's field manager still owns the spec", name)
+			g.Expect(got.ManagedFields).NotTo(ContainElement(HaveField("Manager", delivery.DefaultFieldManager)), name)
+			g.Expect(got.Labels).NotTo(HaveKey(delivery.LabelOwnerKind), name)
+			g.Expect(got.Annotations).NotTo(HaveKey(delivery.AnnotationAppliedDigest), name)
+			continue
+		}
 		g.Expect(managerOwns(g, got, operatorFieldManager, metav1.ManagedFieldsOperationUpdate, "f:spec")).To(BeFalse(),
 			"%s: the operator's field manager owns none of the spec any more", name)
 		g.Expect(managerOwns(g, got, delivery.DefaultFieldManager, metav1.ManagedFieldsOperationApply, "f:spec", "f:cluster")).To(BeTrue(), name)
@@ -109,16 +126,83 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	g.Expect(serviceSetValues(g, ns, ws["stale"].ServiceSet.Name)).To(Equal(renderedValues), "the class's current defaults reach the stale one")
 
 	// The operator's finalizer is released on delete, after the ServiceSet
-	// and its release are gone.
-	same := ws["same"]
-	managertest.DeleteAndWait(t, env.Client, same.Workspace)
-	g.Expect(apierrorsIsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(same.ServiceSet), &k0rdentv1beta1.ServiceSet{}))).To(BeTrue())
-	g.Eventually(func() error {
-		return child.Client.Get(ctx, client.ObjectKey{Namespace: "ws-" + same.Workspace.Name, Name: same.ServiceSet.Name + standin.InstalledConfigMapSuffix}, &corev1.ConfigMap{})
-	}, timeout, poll).ShouldNot(Succeed(), "the release is uninstalled")
-	for _, name := range []string{"reworded", "stale"} {
-		managertest.DeleteAndWait(t, env.Client, ws[name].Workspace)
+	// and its release are gone: for the unwritten ServiceSets, which Apiary
+	// deletes by their ownerReference, as for the written one.
+	for _, name := range []string{"same", "reworded", "stale"} {
+		gone(t, ws[name])
 	}
+}
+
+// gone deletes an adopted workspace and checks that its ServiceSet and
+// release went before its finalizers were released.
+func gone(t *testing.T, r running) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	managertest.DeleteAndWait(t, env.Client, r.Workspace)
+	g.Expect(apierrorsIsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(r.ServiceSet), &k0rdentv1beta1.ServiceSet{}))).To(BeTrue(),
+		"workspace %s: its ServiceSet is deleted", r.Workspace.Name)
+	g.Eventually(func() error {
+		return child.Client.Get(ctx, client.ObjectKey{Namespace: "ws-" + r.Workspace.Name, Name: r.ServiceSet.Name + standin.InstalledConfigMapSuffix}, &corev1.ConfigMap{})
+	}, timeout, poll).ShouldNot(Succeed(), "workspace %s: the release is uninstalled", r.Workspace.Name)
+}
+
+// TestAnAdoptedWorkspaceIsWrittenAtItsFirstChange: the ServiceSet of a
+// workspace Apiary adopted without writing it is written once when the
+// workspace's values change: the adopting Update sets the new values and
+// Apiary's labels and annotations, and moves the operator's fields to
+// Apiary's field manager; Sveltos upgrades the release once, in place.
+func TestAnAdoptedWorkspaceIsWrittenAtItsFirstChange(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "adopt-change")
+	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	class := operatorClass(t, ns, "change-"+ns, map[string]any{"image": "jupyter"})
+	r := operatorWorkspace(t, ns, unique(ns, "change"), class.Name, renderedValues, map[string]any{"password": "x"})
+	w := watchServiceSets(t, ns)
+
+	apiary(t)
+	delivered(t, r.ServiceSet, r.Workspace)
+	time.Sleep(2 * time.Second)
+	updates, specs, deletes := w.counts(r.ServiceSet.Name)
+	g.Expect([3]int{updates, specs, deletes}).To(Equal([3]int{0, 0, 0}), "adopted without a write")
+
+	g.Eventually(func(g Gomega) {
+		got := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(r.Workspace), got)).To(Succeed())
+		got.Spec.Values = &apiextensionsv1.JSON{Raw: mustJSON(t, map[string]any{"password": "y"})}
+		g.Expect(env.Client.Update(ctx, got)).To(Succeed())
+	}, timeout, poll).Should(Succeed())
+	adopted(t, r.ServiceSet, r.Workspace)
+	g.Eventually(func() int {
+		_, upgrades := releaseCounts(ns, "ws-"+r.Workspace.Name, r.ServiceSet.Name)
+		return upgrades
+	}, timeout, poll).Should(Equal(1), "the release is upgraded")
+	g.Eventually(func(g Gomega) {
+		got := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(r.Workspace), got)).To(Succeed())
+		g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseRunning), got.Status.Message)
+	}, timeout, poll).Should(Succeed())
+	time.Sleep(2 * time.Second)
+
+	updates, specs, deletes = w.counts(r.ServiceSet.Name)
+	t.Logf("%d updates, %d spec changes, %d deletes of ServiceSet %s", updates, specs, deletes, r.ServiceSet.Name)
+	g.Expect([3]int{updates, specs, deletes}).To(Equal([3]int{1, 1, 0}), "one write: the adopting Update with the new values")
+	installs, upgrades := releaseCounts(ns, "ws-"+r.Workspace.Name, r.ServiceSet.Name)
+	g.Expect([]int{installs, upgrades}).To(Equal([]int{1, 1}), "upgraded once, never installed again")
+	got := &k0rdentv1beta1.ServiceSet{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(r.ServiceSet), got)).To(Succeed())
+	g.Expect(got.UID).To(Equal(r.ServiceSet.UID), "the same ServiceSet")
+	g.Expect(got.Spec.Services[0].Values).To(Equal(`{"_exalsius":{"resources":{"replicas":1}},"image":"jupyter","password":"y"}`))
+	g.Expect(got.Labels).To(SatisfyAll(HaveKeyWithValue(delivery.LabelOwnerName, r.Workspace.Name),
+		HaveKeyWithValue("workspaces.exalsius.ai/workspace", r.Workspace.Name)))
+	g.Expect(got.Annotations).To(SatisfyAll(HaveKey(delivery.AnnotationAppliedDigest), HaveKeyWithValue(delivery.AnnotationAdopted, operatorFieldManager)))
+	g.Expect(got.OwnerReferences).To(ContainElement(HaveField("UID", r.Workspace.UID)), "the operator's owner reference stays")
+	g.Expect(managerOwns(g, got, operatorFieldManager, metav1.ManagedFieldsOperationUpdate, "f:spec")).To(BeFalse(),
+		"the operator's field manager owns none of the spec any more")
+	g.Expect(managerOwns(g, got, delivery.DefaultFieldManager, metav1.ManagedFieldsOperationApply, "f:spec", "f:cluster")).To(BeTrue())
+	gone(t, r)
 }
 
 // TestOperatorPrerequisitesAreReused: a workspace whose class needs a
@@ -142,7 +226,7 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	w := watchServiceSets(t, ns)
 
 	apiary(t)
-	adopted(t, r.ServiceSet, r.Workspace)
+	delivered(t, r.ServiceSet, r.Workspace)
 	time.Sleep(3 * time.Second)
 	list := &k0rdentv1beta1.ServiceSetList{}
 	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
@@ -164,7 +248,22 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	managertest.DeleteAndWait(t, env.Client, r.Workspace)
 }
 
-// adopted waits until Apiary delivered a ServiceSet (it carries Apiary's
+// delivered waits until Apiary delivered a workspace's ServiceSet: the
+// workspace's inventory lists it, whether Apiary wrote it or left it as the
+// operator wrote it.
+func delivered(t *testing.T, ss *k0rdentv1beta1.ServiceSet, w *workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	id := delivery.ObjectID{Namespace: ss.Namespace, Name: ss.Name, Group: k0rdentv1beta1.GroupVersion.Group, Kind: "ServiceSet"}.String()
+	NewWithT(t).Eventually(func(g Gomega) {
+		ws := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), ws)).To(Succeed())
+		g.Expect(ws.Status.Delivery).NotTo(BeNil(), "workspace %s: %s %s", w.Name, ws.Status.Phase, ws.Status.Message)
+		g.Expect(ws.Status.Delivery.Inventory).NotTo(BeNil())
+		g.Expect(ws.Status.Delivery.Inventory.Entries).To(ContainElement(HaveField("ID", id)), "workspace %s: %s", w.Name, ws.Status.Message)
+	}, timeout, poll).Should(Succeed())
+}
+
+// adopted waits until Apiary wrote a ServiceSet (it carries Apiary's
 // applied digest).
 func adopted(t *testing.T, ss *k0rdentv1beta1.ServiceSet, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
