@@ -43,6 +43,11 @@ VERSION_PKG := github.com/apiaryhq/apiary/internal/version
 # The flags of every release binary, also used by the Dockerfile (make binary).
 GO_BUILD_FLAGS := -trimpath -buildvcs=false
 GO_LDFLAGS = -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
+# The SBOM tool reads each linked module's licence from the module cache, which
+# the build just filled and checked against go.sum; it asks for them from a
+# folder outside the module, where the go command would otherwise want the
+# checksum database for each (a fresh machine has none of it cached), hence
+# GOPROXY=off GOSUMDB=off on that call.
 # go-build-static OS ARCH OUT: the static, stripped, stamped manager.
 go-build-static = CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) go build $(GO_BUILD_FLAGS) -ldflags '$(GO_LDFLAGS)' -o $(3) .
 HOST_ARCH = $(shell go env GOARCH)
@@ -146,7 +151,7 @@ image: $(IMAGE_BUILDER) $(CYCLONEDX) ## Build the multi-arch OCI image without D
 	@set -- ; for p in $(subst $(comma), ,$(PLATFORMS)); do os=$${p%/*}; arch=$${p#*/}; bin=$(IMAGE_DIR)/apiary-$$os-$$arch; \
 	  sbom=$(IMAGE_DIR)/sbom/apiary-$(IMAGE_TAG)-$$os-$$arch.cdx.json; \
 	  echo ">> $$p: building $$bin ($(VERSION), $(COMMIT))"; $(call go-build-static,$$os,$$arch,$$bin); \
-	  echo ">> $$p: SBOM $$sbom"; GOOS=$$os GOARCH=$$arch GOPROXY=off $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp \
+	  echo ">> $$p: SBOM $$sbom"; GOOS=$$os GOARCH=$$arch GOPROXY=off GOSUMDB=off $(CYCLONEDX) bin -json -licenses -std -noserial -notimestamp \
 	    -version $(VERSION) -output $$sbom $$bin 2>$(IMAGE_DIR)/sbom-$$os-$$arch.log || { cat $(IMAGE_DIR)/sbom-$$os-$$arch.log; exit 1; }; \
 	  set -- "$$@" -binary $$p=$$bin; done; \
 	echo ">> assembling $(IMAGE) for $(PLATFORMS)"; \
