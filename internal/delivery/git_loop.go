@@ -66,6 +66,9 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 			g.refused, g.sweeps = map[ownerKey]bool{}, nil
 			close(g.opened)
 			g.mu.Unlock()
+			if why := repo.Recloned(); why != nil {
+				g.opts.Logger.Info("the clone could not be read; cloned the branch again", "reason", why.Error())
+			}
 			g.opts.Logger.Info("opened Git repository", "files", len(files), "head", repo.Head())
 			// A manager stopped after a push and before its nudge left
 			// Flux to find that commit at its next interval: ask once now.

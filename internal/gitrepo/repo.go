@@ -91,10 +91,13 @@ type Repo struct {
 	beforePush func()
 	// metrics counts commits, pushes and retries of the remote.
 	metrics *metrics.GitRepository
+	// recloned is why Open discarded the clone it found (Recloned).
+	recloned error
 }
 
 // Open prepares the local clone in opts.Dir, initialising it when absent and
-// fetching the branch. An existing clone is reused, never re-cloned.
+// fetching the branch. An existing clone is reused; it is cloned again only
+// when it cannot be read (Recloned says why).
 func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if opts.URL == "" || opts.Branch == "" || opts.Dir == "" {
 		return nil, errors.New("gitrepo: URL, Branch and Dir are required")
@@ -107,6 +110,53 @@ func Open(ctx context.Context, opts Options) (*Repo, error) {
 	if opts.MaxPushRetries <= 0 {
 		opts.MaxPushRetries = 5
 	}
+	repo, err := open(ctx, opts)
+	if err == nil || !unreadableClone(ctx, err) {
+		return repo, err
+	}
+	// The clone is a cache of the remote branch. One that cannot be read
+	// (a process killed while go-git wrote a ref, the index or a pack leaves
+	// an empty or partial file) is discarded and cloned again, once.
+	if rmErr := emptyDir(opts.Dir); rmErr != nil {
+		return nil, fmt.Errorf("discarding clone %s, which cannot be read (%w): %w", opts.Dir, err, rmErr)
+	}
+	repo, again := open(ctx, opts)
+	if again != nil {
+		return nil, fmt.Errorf("cloning again into %s, whose clone could not be read (%w): %w", opts.Dir, err, again)
+	}
+	repo.recloned = err
+	return repo, nil
+}
+
+// Recloned returns why Open discarded the clone it found and cloned the
+// branch again; nil when it reused or made a clone without that.
+func (r *Repo) Recloned() error { return r.recloned }
+
+// unreadableClone reports whether an error of open is the local clone's:
+// neither the remote's (unreachable, credentials refused or unusable) nor
+// the end of ctx.
+func unreadableClone(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) &&
+		!IsUnreachable(err) && !IsAuthFailed(err) && !IsCredentials(err) && !IsSigningKey(err)
+}
+
+// emptyDir removes everything in dir, keeping dir itself (it may be a
+// mounted volume).
+func emptyDir(dir string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// open opens or initialises the clone in opts.Dir and fetches the branch.
+func open(ctx context.Context, opts Options) (*Repo, error) {
 	r, err := git.PlainOpen(opts.Dir)
 	if errors.Is(err, git.ErrRepositoryNotExists) {
 		r, err = git.PlainInit(opts.Dir, false)
