@@ -85,6 +85,7 @@ fmt: ## Run gofmt on the code.
 .PHONY: vet
 vet: ## Run go vet (the manager's module, the image builder's and test/monitoring's).
 	go vet ./...
+	go vet -tags sandbox .
 	go -C hack/image vet ./...
 	go -C test/monitoring vet ./...
 
@@ -132,8 +133,8 @@ test: generate manifests vet testenv flux-crds flux-controllers image-host promt
 ##@ Build and run
 
 .PHONY: build
-build: ## Build the apiary binary into bin/ (version-stamped, for make run).
-	go build -ldflags '$(subst -s -w ,,$(GO_LDFLAGS))' -o bin/apiary .
+build: ## Build the apiary binary into bin/ (version-stamped, with the sandbox, for make run).
+	go build -tags sandbox -ldflags '$(subst -s -w ,,$(GO_LDFLAGS))' -o bin/apiary .
 
 .PHONY: run
 run: testenv build $(if $(findstring git,$(RUN_ARGS)),flux-crds flux-controllers) ## Run Apiary against an embedded local control plane (RUN_ARGS=--mode=git for Git delivery with Flux).

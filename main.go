@@ -1,5 +1,6 @@
 // Command apiary runs the Apiary controller manager. `apiary sandbox` runs it
-// against an embedded local control plane; `apiary render` prints offline what
+// against an embedded local control plane (only in a binary built with
+// `-tags sandbox`, as `make build` does); `apiary render` prints offline what
 // Apiary would deliver; `apiary version` prints the version it was built as;
 // `apiary uninstall` releases the finalizers and annotations only Apiary
 // releases, once it is scaled down for good (docs/migration.md).
@@ -17,7 +18,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
-	"github.com/apiaryhq/apiary/internal/sandbox"
 	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/internal/version"
 )
@@ -30,7 +30,7 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "sandbox":
-			os.Exit(sandbox.Main(os.Args[2:]))
+			os.Exit(sandboxMain(os.Args[2:]))
 		case "render":
 			os.Exit(offline.Main(os.Args[2:]))
 		case "version":

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -36,13 +37,22 @@ type desiredSet struct {
 
 // renderCache keeps each workspace's last rendering, keyed by a fingerprint
 // of its inputs, so a steady-state reconcile neither re-reads values Secrets
-// nor re-renders.
+// nor re-renders. It holds the objects encoded (JSON), about a quarter of
+// the memory of the decoded maps, and decodes them afresh for every use.
 type renderCache struct {
 	mu      sync.Mutex
-	entries map[types.NamespacedName]*desiredSet
+	entries map[types.NamespacedName]*renderedSet
 }
 
-func (c *renderCache) get(key types.NamespacedName, fingerprint string) *desiredSet {
+// renderedSet is a desiredSet as the render cache keeps it.
+type renderedSet struct {
+	fingerprint string
+	digest      string
+	objects     [][]byte
+	injected    []values.Overwrite
+}
+
+func (c *renderCache) get(key types.NamespacedName, fingerprint string) *renderedSet {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.entries[key]; e != nil && e.fingerprint == fingerprint {
@@ -51,13 +61,13 @@ func (c *renderCache) get(key types.NamespacedName, fingerprint string) *desired
 	return nil
 }
 
-func (c *renderCache) put(key types.NamespacedName, d *desiredSet) {
+func (c *renderCache) put(key types.NamespacedName, e *renderedSet) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
-		c.entries = map[types.NamespacedName]*desiredSet{}
+		c.entries = map[types.NamespacedName]*renderedSet{}
 	}
-	c.entries[key] = d
+	c.entries[key] = e
 }
 
 func (c *renderCache) forget(key types.NamespacedName) {
@@ -66,8 +76,39 @@ func (c *renderCache) forget(key types.NamespacedName) {
 	delete(c.entries, key)
 }
 
+// encodeSet is d as the render cache keeps it.
+func encodeSet(d *desiredSet) (*renderedSet, error) {
+	e := &renderedSet{fingerprint: d.fingerprint, digest: d.digest, injected: d.injected,
+		objects: make([][]byte, len(d.objects))}
+	for i, o := range d.objects {
+		data, err := json.Marshal(o.Object)
+		if err != nil {
+			return nil, fmt.Errorf("encoding the rendered %s %s: %w", o.GetKind(), o.GetName(), err)
+		}
+		e.objects[i] = data
+	}
+	return e, nil
+}
+
+// decode returns new objects, decoded as the renderer decodes its output
+// (whole numbers as int64), for the caller to change.
+func (e *renderedSet) decode() (*desiredSet, error) {
+	d := &desiredSet{fingerprint: e.fingerprint, digest: e.digest, injected: e.injected,
+		objects: make([]*unstructured.Unstructured, len(e.objects))}
+	for i, data := range e.objects {
+		m := map[string]any{}
+		if err := utiljson.Unmarshal(data, &m); err != nil {
+			return nil, fmt.Errorf("decoding a rendered object: %w", err)
+		}
+		d.objects[i] = &unstructured.Unstructured{Object: m}
+	}
+	return d, nil
+}
+
 // desired returns the workspace's rendered objects: from the cache when the
-// inputs did not change, else merged, injected and rendered anew.
+// inputs did not change, else merged, injected and rendered anew. Both come
+// decoded from the cache's encoding, so that a first rendering and a cached
+// one are the same objects.
 func (r *WorkspaceDeploymentReconciler) desired(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
 	obj := w.obj
 	fp, err := r.fingerprint(ctx, w)
@@ -75,25 +116,23 @@ func (r *WorkspaceDeploymentReconciler) desired(ctx context.Context, w *workspac
 		return nil, stopWith(0), err
 	}
 	key := client.ObjectKeyFromObject(obj)
-	if d := r.rendered.get(key, fp); d != nil {
-		return copySet(d), proceed, nil
+	e := r.rendered.get(key, fp)
+	if e == nil {
+		d, res, err := r.render(ctx, w)
+		if err != nil || res.stop {
+			return nil, res, err
+		}
+		d.fingerprint = fp
+		if e, err = encodeSet(d); err != nil {
+			return nil, stopWith(0), err
+		}
+		r.rendered.put(key, e)
 	}
-	d, res, err := r.render(ctx, w)
-	if err != nil || res.stop {
-		return nil, res, err
+	d, err := e.decode()
+	if err != nil {
+		return nil, stopWith(0), err
 	}
-	d.fingerprint = fp
-	r.rendered.put(key, d)
-	return copySet(d), proceed, nil
-}
-
-func copySet(d *desiredSet) *desiredSet {
-	out := *d
-	out.objects = make([]*unstructured.Unstructured, len(d.objects))
-	for i, o := range d.objects {
-		out.objects[i] = o.DeepCopy()
-	}
-	return &out
+	return d, proceed, nil
 }
 
 // fingerprint hashes every input of the rendering, reading the values

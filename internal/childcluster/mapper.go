@@ -43,12 +43,19 @@ type coreFirstMapper struct {
 
 var _ meta.RESTMapper = (*coreFirstMapper)(nil)
 
-func newCoreFirstMapper(cfg *rest.Config, httpClient *http.Client) *coreFirstMapper {
+// coreMapper maps coreKinds. It is built once and only read (a
+// DefaultRESTMapper is safe for concurrent reads), so every child client
+// shares it instead of holding a copy of its own (about 6 KiB each).
+var coreMapper = func() *meta.DefaultRESTMapper {
 	core := meta.NewDefaultRESTMapper([]schema.GroupVersion{corev1.SchemeGroupVersion})
 	for kind, scope := range coreKinds {
 		core.Add(corev1.SchemeGroupVersion.WithKind(kind), scope)
 	}
-	return &coreFirstMapper{core: core, cfg: cfg, httpClient: httpClient}
+	return core
+}()
+
+func newCoreFirstMapper(cfg *rest.Config, httpClient *http.Client) *coreFirstMapper {
+	return &coreFirstMapper{core: coreMapper, cfg: cfg, httpClient: httpClient}
 }
 
 // fallback is the discovery mapper, made on first use.

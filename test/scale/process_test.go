@@ -25,10 +25,15 @@ import (
 type manager struct {
 	cmd                  *exec.Cmd
 	metrics, pprof, prob string
-	// peakRSS and peakAnon are the largest resident set and its anonymous
-	// part (heap, stacks; not the binary's file pages), sampled.
-	peakRSS, peakAnon atomic.Int64
-	stop              chan struct{}
+	// peakRSS, peakAnon and peakFile are the largest resident set, its
+	// largest anonymous part (heap, stacks) and its largest file-backed
+	// part (the binary's pages), sampled.
+	peakRSS, peakAnon, peakFile atomic.Int64
+	// peakProfile, when set, is where the sampler saves a heap profile
+	// (without forcing a GC) each time the resident set reaches a new peak,
+	// at most every five seconds: what the heap held near the peak.
+	peakProfile string
+	stop        chan struct{}
 }
 
 // startManager runs the manager with its metrics, probes and profiles on
@@ -36,7 +41,11 @@ type manager struct {
 func startManager(b *testing.B, args ...string) *manager {
 	b.Helper()
 	m := &manager{metrics: freeAddr(b), pprof: freeAddr(b), prob: freeAddr(b), stop: make(chan struct{})}
-	log, err := os.Create(filepath.Join(workDir, "manager.log"))
+	logPath := os.Getenv("APIARY_SCALE_MANAGER_LOG")
+	if logPath == "" {
+		logPath = filepath.Join(workDir, "manager.log")
+	}
+	log, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,6 +60,7 @@ func startManager(b *testing.B, args ...string) *manager {
 		b.Fatal(err)
 	}
 	b.Cleanup(m.kill)
+	m.peakProfile = os.Getenv("APIARY_SCALE_PEAK_PROFILE")
 	go m.sample()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -81,12 +91,20 @@ func (m *manager) kill() {
 
 // sample records the process's resident set every 100ms.
 func (m *manager) sample() {
+	var profiled time.Time
 	for {
 		if rss := m.rss("VmRSS"); rss > m.peakRSS.Load() {
 			m.peakRSS.Store(rss)
+			if m.peakProfile != "" && time.Since(profiled) > 5*time.Second {
+				profiled = time.Now()
+				_ = m.saveProfile(m.peakProfile, false)
+			}
 		}
 		if anon := m.rss("RssAnon"); anon > m.peakAnon.Load() {
 			m.peakAnon.Store(anon)
+		}
+		if file := m.rss("RssFile"); file > m.peakFile.Load() {
+			m.peakFile.Store(file)
 		}
 		select {
 		case <-m.stop:
@@ -97,7 +115,8 @@ func (m *manager) sample() {
 }
 
 // rss reads a field of /proc/<pid>/status in bytes: VmRSS now, RssAnon
-// its anonymous part, VmHWM the kernel's own high-water mark.
+// and RssFile its anonymous and file-backed parts, VmHWM the kernel's own
+// high-water mark.
 func (m *manager) rss(field string) int64 {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
@@ -112,6 +131,28 @@ func (m *manager) rss(field string) int64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds is the CPU time the manager used so far, user and system
+// (/proc/<pid>/stat, in clock ticks of 1/100 s).
+func (m *manager) cpuSeconds() float64 {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses:
+	// state is the first, utime the 12th and stime the 13th.
+	i := strings.LastIndexByte(string(stat), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return float64(utime+stime) / 100
 }
 
 // requests returns the manager's API requests so far by host
@@ -141,25 +182,46 @@ func (m *manager) requests(b *testing.B) map[string]float64 {
 	return out
 }
 
-// heapProfile saves the manager's heap profile (after a GC) to path.
+// heapProfile saves the manager's heap profile (after a GC) to path, and
+// beside it (path + ".txt") the same profile in text, which ends with the
+// runtime's MemStats: what the heap, its free spans and the stacks take.
 func (m *manager) heapProfile(b *testing.B, path string) {
 	b.Helper()
+	if err := m.saveProfile(path, true); err != nil {
+		b.Fatal(err)
+	}
+	if err := m.save("/debug/pprof/heap?debug=1", path+".txt"); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// saveProfile saves the manager's heap profile to path, after a GC if gc.
+func (m *manager) saveProfile(path string, gc bool) error {
+	if gc {
+		return m.save("/debug/pprof/heap?gc=1", path)
+	}
+	return m.save("/debug/pprof/heap", path)
+}
+
+// save writes what the manager's pprof server answers at query to path.
+func (m *manager) save(query, path string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.pprof+"/debug/pprof/heap?gc=1", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.pprof+query, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
 	defer resp.Body.Close()
 	f, err := os.Create(path)
 	if err != nil {
-		b.Fatal(err)
+		return err
 	}
-	defer f.Close()
 	if _, err := io.Copy(f, resp.Body); err != nil {
-		b.Fatal(err)
+		_ = f.Close()
+		return err
 	}
+	return f.Close()
 }
 
 func freeAddr(b *testing.B) string {

@@ -36,7 +36,13 @@ func envInt(name string, def int) int {
 // (APIARY_SCALE_PROFILE, else a file under the system's temp folder, whose
 // path is printed). Releases install instantly (the stand-in reports them
 // Deployed without Helm), so the figures are Apiary's; APIARY_SCALE_HELM=1
-// installs them with Helm's SDK on the child instead.
+// installs them with Helm's SDK on the child instead. It also reports the
+// resident set's anonymous and file-backed parts, and the manager's CPU
+// time during the rollout. For investigations: APIARY_SCALE_PEAK_PROFILE
+// saves a heap profile near the peak (each new peak, at most every 5 s; the
+// requests perturb what they measure a little), APIARY_SCALE_MANAGER_LOG
+// keeps the manager's log (run with GODEBUG=gctrace=1 to see its
+// collections), and APIARY_SCALE_BINARY runs a manager built elsewhere.
 //
 //	make testenv && KUBEBUILDER_ASSETS=$PWD/bin/k8s/1.35.4-etcd3.6.16 \
 //	  go test ./test/scale -run '^$' -bench Scale -benchtime 1x -timeout 120m
@@ -83,13 +89,13 @@ func BenchmarkScale(b *testing.B) {
 		m := startManager(b)
 		settleRequests(b, m, 2*time.Second, time.Minute)
 		before := m.requests(b)
-		idleRSS := m.rss("VmRSS")
+		idleRSS, idleAnon := m.rss("VmRSS"), m.rss("RssAnon")
 		watchCtx, stopWatching := context.WithCancel(ctx)
 		react, err := managertest.WatchReactions(watchCtx, clusters.Management.Config, ns)
 		if err != nil {
 			b.Fatal(err)
 		}
-		start := time.Now()
+		start, cpuBefore := time.Now(), m.cpuSeconds()
 		for w := range total {
 			ws := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w%05d", w)},
 				Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
@@ -124,12 +130,17 @@ func BenchmarkScale(b *testing.B) {
 		mgmtHost, childHost := hostOf(b, clusters.Management.Config.Host), hostOf(b, clusters.Child.Config.Host)
 		p50, slowest, reacted := react.Figures()
 		steadyRSS, steadyAnon, peak, hwm := m.rss("VmRSS"), m.rss("RssAnon"), m.peakRSS.Load(), m.rss("VmHWM")
+		cpu := m.cpuSeconds() - cpuBefore // the rollout's, from the first create to the settled requests
 		profile := os.Getenv("APIARY_SCALE_PROFILE")
 		if profile == "" {
 			profile = filepath.Join(os.TempDir(), fmt.Sprintf("apiary-heap-%dw-%dc.pprof", total, nclusters))
 		}
 		m.heapProfile(b, profile)
-		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s)", profile, profile)
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", m.cmd.Process.Pid)); err == nil {
+			_ = os.WriteFile(profile+".smaps", smaps, 0o644) // the resident set by mapping
+		}
+		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s); "+
+			"its text with the runtime's MemStats: %[1]s.txt; the resident set by mapping: %[1]s.smaps", profile, profile)
 		m.kill()
 
 		b.ReportMetric(sets.Seconds(), "s-to-servicesets")
@@ -142,7 +153,10 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(float64(max(peak, hwm))/(1<<20), "peak-RSS-MiB")
 		b.ReportMetric(float64(steadyRSS)/(1<<20), "steady-RSS-MiB")
 		b.ReportMetric(float64(idleRSS)/(1<<20), "idle-RSS-MiB")
+		b.ReportMetric(float64(idleAnon)/(1<<20), "idle-anon-RSS-MiB")
 		b.ReportMetric(float64(m.peakAnon.Load())/(1<<20), "peak-anon-RSS-MiB")
+		b.ReportMetric(float64(m.peakFile.Load())/(1<<20), "peak-file-RSS-MiB")
+		b.ReportMetric(cpu, "manager-CPU-s")
 		b.ReportMetric(float64(steadyAnon)/(1<<20), "steady-anon-RSS-MiB")
 	}
 }

@@ -50,3 +50,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- define "apiary.image" -}}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
+
+{{/* "true" when the env list (dict "env" list "name" string) sets the variable name, else empty. */}}
+{{- define "apiary.extraEnvHas" -}}
+{{- range .env }}
+{{- if eq (toString .name) $.name }}true{{- end }}
+{{- end }}
+{{- end }}
