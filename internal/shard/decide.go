@@ -1,6 +1,10 @@
 package shard
 
-import "fmt"
+import (
+	"fmt"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+)
 
 // Action is what a shard does with a unit.
 type Action int
@@ -45,12 +49,12 @@ func (a Action) String() string {
 const (
 	// ReasonHandOver: the unit is held by another shard, which is to hand it
 	// over (it drains and releases it, or its Lease lapses).
-	ReasonHandOver = "ShardHandOver"
+	ReasonHandOver = workspacesv1.ShardHandOverReason
 	// ReasonMismatch: the unit is held by a shard this replica's
 	// configuration does not know (an index not below its number of
 	// shards) whose Lease is still held: the shards run with different
 	// numbers of shards.
-	ReasonMismatch = "ShardMismatch"
+	ReasonMismatch = workspacesv1.ShardMismatchReason
 )
 
 // State is what a shard knows of a unit when it decides.
