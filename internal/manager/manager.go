@@ -24,8 +24,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/preflight"
-	"github.com/apiaryhq/apiary/internal/shard"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // Options configure the manager. main.go binds them to flags.
