@@ -2,9 +2,11 @@ package controllers
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,10 +50,16 @@ func (r *WorkspaceDeploymentReconciler) notActing(ctx context.Context, obj *work
 	if c != nil && c.Reason == t.Reason && c.Message == t.Message {
 		return ctrl.Result{RequeueAfter: t.RequeueAfter}, nil
 	}
-	sp := newObjectPatcher(r.Client, obj)
+	// Another shard may be acting on the workspace: the write is
+	// conditional on the version read, and is retried on a conflict.
+	before := obj.DeepCopy()
 	conditions.MarkFalse(obj, workspacesv1.ShardAssignedCondition, t.Reason, "%s", t.Message)
-	if err := sp.patch(ctx, obj, false); err != nil {
-		return ctrl.Result{}, err
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Status().Patch(ctx, obj, patch, client.FieldOwner(fieldOwner)); err != nil {
+		if apierrors.IsConflict(err) {
+			return ctrl.Result{RequeueAfter: shard.Retry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing the ShardAssigned condition: %w", err)
 	}
 	r.written.Remember(obj.DeepCopy())
 	return ctrl.Result{RequeueAfter: t.RequeueAfter}, nil
