@@ -14,8 +14,9 @@ import (
 	"github.com/apiaryhq/apiary/internal/shard"
 )
 
-// inClusterNamespaceFile holds the namespace of an in-cluster manager.
-const inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+// inClusterNamespaceFile holds the namespace of an in-cluster manager (a
+// variable for tests).
+var inClusterNamespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
 // sharded completes the options of a shard: leader election on, with the
 // shard's own Lease in a known namespace (the shards read each other's).
@@ -25,6 +26,11 @@ func (o Options) sharded() (Options, error) {
 	}
 	if !o.Shard.Enabled() {
 		return o, nil
+	}
+	if o.Git != nil || o.TenantGit != nil {
+		// Shards would each keep a clone of one branch and path and commit
+		// their units' files to it; that is not proven safe yet.
+		return o, errors.New("sharding works with direct delivery only: --shards > 1 with Git delivery is not supported yet")
 	}
 	o.LeaderElection = true
 	o.LeaderElectionID = shard.LeaseName(o.Shard.Index)
