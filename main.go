@@ -53,6 +53,11 @@ func main() {
 		"The name of the leader-election lease.")
 	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader-election lease; the manager's namespace when empty.")
+	flag.IntVar(&opts.Shard.Shards, "shards", 1,
+		"The number of shards that split the work (docs/sharding.md); 1 turns sharding off. With more, leader election is on "+
+			"and each shard holds the Lease apiary-shard-<index> in --leader-election-namespace.")
+	flag.IntVar(&opts.Shard.Index, "shard", 0,
+		"This replica's shard, from 0 to --shards - 1.")
 	flag.IntVar(&opts.Concurrency.Colony, "colony-concurrency", opts.Concurrency.Colony,
 		"The number of Colony workers.")
 	flag.IntVar(&opts.Concurrency.WorkspaceClass, "workspaceclass-concurrency", opts.Concurrency.WorkspaceClass,

@@ -21,6 +21,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // +kubebuilder:rbac:groups=infra.exalsius.ai,resources=colonies,verbs=get;list;watch;update;patch
@@ -53,6 +54,9 @@ type ColonyReconciler struct {
 	InventoryInterval time.Duration
 	// Settings are passed to bundles as .Input.operator.
 	Settings map[string]any
+	// Shards decides which shard acts on a Colony; every Colony is this
+	// process's when nil.
+	Shards *shard.Gate
 }
 
 // ColonyReconcilerOptions configure the Colony controller.
@@ -65,6 +69,24 @@ func (r *ColonyReconciler) Reconcile(ctx context.Context, req ctrl.Request) (res
 	obj := &infrav1.Colony{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, ignoreGone(metrics.KindColony, req, err)
+	}
+	// A Colony that no shard holds is claimed in the write that adds its
+	// finalizer.
+	ticket, err := r.Shards.Enter(ctx, shard.Unit{Kind: shard.KindColony, NamespacedName: req.NamespacedName},
+		func(o client.Object) {
+			if o.GetDeletionTimestamp().IsZero() {
+				controllerutil.AddFinalizer(o, infrav1.ColonyFinalizer)
+			}
+		})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ticket.Acting() {
+		return ctrl.Result{RequeueAfter: ticket.RequeueAfter}, nil
+	}
+	defer ticket.Done()
+	if c, ok := ticket.Holder.(*infrav1.Colony); ok {
+		obj = c
 	}
 	defer metrics.ObserveReconcile(metrics.KindColony, req.NamespacedName, time.Now())
 	sp := newObjectPatcher(r.Client, obj)

@@ -5,12 +5,14 @@ import (
 	"strings"
 
 	"github.com/fluxcd/pkg/runtime/predicates"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -20,6 +22,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // colonyBundleConfigMapIndex indexes Colonies by the bundle ConfigMaps they use.
@@ -43,8 +46,8 @@ func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconci
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("colony").
-		For(&infrav1.Colony{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
+		For(&infrav1.Colony{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}, holderChanged))).
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request { return colonyOwnerRequest(o) })).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.colonyForKubeconfigSecret),
@@ -55,6 +58,9 @@ func (r *ColonyReconciler) SetupWithManager(mgr ctrl.Manager, opts ColonyReconci
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
 		b = b.WatchesRawSource(r.Children.Source(handler.EnqueueRequestsFromMapFunc(r.colonyForCluster), childcluster.NodeKind))
+	}
+	if r.Shards.Enabled() {
+		b = b.Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.coloniesOfLease), shardLeases(r.Shards))
 	}
 	if g := asGit(r.Sink); g != nil {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe("Colony"), &handler.EnqueueRequestForObject{})).
@@ -114,4 +120,43 @@ func (r *ColonyReconciler) coloniesForConfigMap(ctx context.Context, o client.Ob
 // whose last commit Flux has not been seen to apply.
 func (r *ColonyReconciler) unsyncedColonies(ctx context.Context, _ client.Object) []reconcile.Request {
 	return unsyncedRequests(ctx, r.Client, &infrav1.ColonyList{})
+}
+
+// holderChanged passes an update that changes the object's shard claim.
+var holderChanged = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetAnnotations()[shard.HolderAnnotation] != e.ObjectNew.GetAnnotations()[shard.HolderAnnotation]
+	},
+}
+
+// shardPredicate lets through the events of Colonies this shard may have
+// work on: its own and the ones it holds. Reconciles decide again.
+func (r *ColonyReconciler) shardPredicate() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return r.Shards.Relevant(context.Background(), shard.Unit{Kind: shard.KindColony, NamespacedName: client.ObjectKeyFromObject(o)})
+	})
+}
+
+// coloniesOfLease maps a shard's Lease to the Colonies this shard is to
+// take from it: the shard may have stopped.
+func (r *ColonyReconciler) coloniesOfLease(ctx context.Context, o client.Object) []reconcile.Request {
+	i, ok := shard.LeaseIndex(o.GetName())
+	if !ok {
+		return nil
+	}
+	list := &infrav1.ColonyList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, c := range list.Items {
+		if c.Annotations[shard.HolderAnnotation] == shard.FormatHolder(i) &&
+			shard.Desired(client.ObjectKeyFromObject(&c).String(), r.Shards.Config.Shards) == r.Shards.Config.Index {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&c)})
+		}
+	}
+	return out
 }

@@ -20,6 +20,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -55,6 +56,8 @@ type prerequisiteReconciler struct {
 	EventRecorder events.EventRecorder
 	Sink          delivery.Sink
 	GracePeriod   time.Duration
+	// Shards decides which shard acts on the ServiceSet's cluster.
+	Shards *shard.Gate
 
 	installs *prerequisite.Writes
 	now      func() time.Time
@@ -75,6 +78,17 @@ func (r *prerequisiteReconciler) Reconcile(ctx context.Context, req ctrl.Request
 	if ss.Labels[plan.RoleLabel] != plan.RolePrerequisite || !prerequisiteOwner(ss.Namespace, ss.Name).Owns(ss.Labels) ||
 		!ss.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // not Apiary's prerequisite, or going already
+	}
+	if r.Shards.Enabled() {
+		u, err := r.Shards.UnitOfCluster(ctx, types.NamespacedName{Namespace: ss.Namespace, Name: ss.Spec.Cluster})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		ticket, err := r.Shards.Enter(ctx, u)
+		if err != nil || !ticket.Acting() {
+			return ctrl.Result{RequeueAfter: ticket.RequeueAfter}, err
+		}
+		defer ticket.Done()
 	}
 	if r.isRemoving(req.NamespacedName) {
 		return r.remove(ctx, ss) // decided: carried through, whoever comes meanwhile

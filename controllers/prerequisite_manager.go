@@ -34,6 +34,7 @@ func (r *WorkspaceDeploymentReconciler) setupPrerequisites(mgr ctrl.Manager) err
 		EventRecorder: r.EventRecorder,
 		Sink:          r.Sink,
 		GracePeriod:   r.PrerequisiteGracePeriod,
+		Shards:        r.Shards,
 		installs:      r.installs,
 		now:           time.Now,
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
@@ -77,6 +79,12 @@ type WorkspaceDeploymentReconciler struct {
 	// no workspace of its cluster needs any more is kept before it is
 	// removed; zero keeps it forever (the exalsius operator's behaviour).
 	PrerequisiteGracePeriod time.Duration
+	// Shards decides which shard acts on a workspace's cluster; every
+	// workspace is this process's when nil.
+	Shards *shard.Gate
+	// ClusterWide runs the controllers beside it that are not per cluster
+	// (the Git regional routes controller): with sharding, on shard 0 only.
+	ClusterWide bool
 
 	gate     *gpuGate
 	installs *prerequisite.Writes
@@ -107,10 +115,20 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	// A reconcile started by another event right after this manager's last
 	// write reads that write, not the cache's older copy.
 	obj = r.written.Latest(obj)
+	ticket, err := r.enterShard(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ticket.Acting() {
+		return r.notActing(ctx, obj, ticket)
+	}
+	defer ticket.Done()
 	readVersion := obj.ResourceVersion
 	sp := newObjectPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
 	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
+	// The shard acts: a wait it reported is over.
+	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
 		summarizeWorkspace(obj, retErr)
 		patchErr := patchStatus(ctx, sp, obj, false)

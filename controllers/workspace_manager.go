@@ -89,10 +89,10 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workspacedeployment").
-		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(predicate.Or(
+		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
-		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfClass)).
-		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfCluster)).
+		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfClass))).
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfCluster))).
 		// A release that settles (deployed or failed) is what a user waits
 		// on: it overtakes the creation work in the queue.
 		Watches(&k0rdentv1beta1.ServiceSet{}, priority.MapOnUpdate(r.workspacesOfServiceSet, releaseSettled, priority.Outcome)).
@@ -100,7 +100,7 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("Secret"))).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
 		// A workspace that goes or fails may free GPUs for those waiting.
-		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.waitingSiblings),
+		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.waitingSiblings)),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(event.CreateEvent) bool { return false },
 				GenericFunc: func(event.GenericEvent) bool { return false },
@@ -122,13 +122,13 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.routedViaRegional)).
 		// A quota that gives room, or a namespace that changes tenant, may
 		// let the workspaces waiting for a quota in.
-		Watches(&quotav1alpha1.TenantQuota{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
+		Watches(&quotav1alpha1.TenantQuota{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.quotaWaiters)),
 			builder.WithPredicates(predicate.Funcs{
 				UpdateFunc: func(e event.UpdateEvent) bool {
 					return quota.RoomGrew(e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota))
 				},
 			})).
-		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaitersIn),
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.quotaWaitersIn)),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
@@ -146,6 +146,10 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		Subscribe(string) <-chan event.GenericEvent
 	}); ok {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesOwnerKind), &handler.EnqueueRequestForObject{}))
+	}
+	b, err := r.setupShardWatches(mgr, b)
+	if err != nil {
+		return err
 	}
 	if err := b.Complete(r); err != nil {
 		return err

@@ -31,7 +31,7 @@ func (r *WorkspaceDeploymentReconciler) setupRoutes(mgr ctrl.Manager) error {
 		}); err != nil {
 		return fmt.Errorf("indexing workspaces by regional cluster: %w", err)
 	}
-	if g, ok := r.RouteSinks.(*GitRouteSinks); ok {
+	if g, ok := r.RouteSinks.(*GitRouteSinks); ok && (r.ClusterWide || !r.Shards.Enabled()) {
 		if err := (&RegionalRoutesReconciler{Client: r.Client, Sinks: g}).SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("setting up the regional routes controller: %w", err)
 		}

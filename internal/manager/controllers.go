@@ -36,6 +36,7 @@ func (d *deps) controllers() []controllerSetup {
 					Children:          d.children,
 					InventoryInterval: opts.InventoryInterval,
 					Settings:          d.settings(opts),
+					Shards:            d.shards,
 				}
 				if err := r.SetupWithManager(mgr, controllers.ColonyReconcilerOptions{
 					MaxConcurrentReconciles: opts.Concurrency.Colony,
@@ -53,14 +54,16 @@ func (d *deps) controllers() []controllerSetup {
 				if err := controllers.IndexWorkspaceClassRef(mgr); err != nil {
 					return fmt.Errorf("indexing workspaces by class: %w", err)
 				}
-				wsc := &controllers.WorkspaceClassReconciler{
-					Client:        mgr.GetClient(),
-					EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass"),
-				}
-				if err := wsc.SetupWithManager(mgr, controllers.WorkspaceClassReconcilerOptions{
-					MaxConcurrentReconciles: opts.Concurrency.WorkspaceClass,
-				}); err != nil {
-					return fmt.Errorf("setting up the WorkspaceClass controller: %w", err)
+				if opts.clusterWide() {
+					wsc := &controllers.WorkspaceClassReconciler{
+						Client:        mgr.GetClient(),
+						EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass"),
+					}
+					if err := wsc.SetupWithManager(mgr, controllers.WorkspaceClassReconcilerOptions{
+						MaxConcurrentReconciles: opts.Concurrency.WorkspaceClass,
+					}); err != nil {
+						return fmt.Errorf("setting up the WorkspaceClass controller: %w", err)
+					}
 				}
 				wsd := &controllers.WorkspaceDeploymentReconciler{
 					Client:               mgr.GetClient(),
@@ -77,6 +80,8 @@ func (d *deps) controllers() []controllerSetup {
 					Mesh:                 opts.mesh(),
 					Ledger:               ledger,
 					Policy:               opts.GPUQueueing,
+					Shards:               d.shards,
+					ClusterWide:          opts.clusterWide(),
 
 					PrerequisiteGracePeriod: opts.PrerequisiteGracePeriod,
 				}
@@ -84,6 +89,9 @@ func (d *deps) controllers() []controllerSetup {
 					MaxConcurrentReconciles: opts.Concurrency.WorkspaceDeployment,
 				}); err != nil {
 					return fmt.Errorf("setting up the WorkspaceDeployment controller: %w", err)
+				}
+				if !opts.clusterWide() {
+					return nil
 				}
 				tq := &controllers.TenantQuotaReconciler{
 					Client:        mgr.GetClient(),

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -21,6 +22,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // deps are the mechanisms shared by the controllers.
@@ -29,6 +31,8 @@ type deps struct {
 	sink     delivery.Sink
 	git      bool // sink is the Git sink
 	children *childcluster.Manager
+	// shards decides which shard acts on which unit; nil without sharding.
+	shards *shard.Gate
 	// routes delivers workspaces' routes to regional clusters.
 	routes controllers.RouteSinks
 	// secrets wakes the Git sinks when their credentials or signing key
@@ -46,6 +50,10 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		return nil, fmt.Errorf("adding the child-cluster manager: %w", err)
 	}
 	d := &deps{bundles: bundles, children: children}
+	if opts.Shard.Enabled() {
+		d.shards = &shard.Gate{Config: opts.Shard, Client: mgr.GetClient(), Reader: mgr.GetCache(),
+			LeaseNamespace: opts.LeaderElectionNamespace, OnRelease: d.forgetUnit(mgr)}
+	}
 	if opts.Git == nil {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme(),
 			AdoptFrom: opts.AdoptFieldManagers})
@@ -134,8 +142,8 @@ func (d *deps) settings(opts Options) map[string]any {
 // cacheOptions trims what the manager caches: Secrets keep their data only
 // when they hold a child cluster's kubeconfig, which Apiary reads on every
 // reconcile; other Secrets are cached as metadata.
-func cacheOptions() cache.Options {
-	return cache.Options{
+func cacheOptions(opts Options) cache.Options {
+	o := cache.Options{
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.Secret{}: {Transform: func(in any) (any, error) {
@@ -151,4 +159,10 @@ func cacheOptions() cache.Options {
 			}},
 		},
 	}
+	if opts.Shard.Enabled() {
+		// The shards' Leases, read to know whether a shard that holds a
+		// unit still runs: only the leader-election namespace's.
+		o.ByObject[&coordinationv1.Lease{}] = cache.ByObject{Namespaces: map[string]cache.Config{opts.LeaderElectionNamespace: {}}}
+	}
+	return o
 }

@@ -22,8 +22,10 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/mesh"
+	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/preflight"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // Options configure the manager. main.go binds them to flags.
@@ -92,6 +94,10 @@ type Options struct {
 	// object it did not deliver (internal/adopt): the exalsius operator's
 	// "manager" by default in main.go; none when empty.
 	AdoptFieldManagers []string
+	// Shard splits the work between replicas (internal/shard); off when
+	// Shard.Shards ≤ 1. With sharding, leader election is on and its Lease
+	// is the shard's, shard.LeaseName(Shard.Index).
+	Shard shard.Config
 	// SkipControllerNameValidation allows several managers in one process
 	// (the sandbox's test runs one per delivery mode); controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -156,9 +162,16 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if err := opts.mesh().Validate(); err != nil {
 		return nil, nil, err
 	}
+	opts, err := opts.sharded()
+	if err != nil {
+		return nil, nil, err
+	}
+	if opts.Shard.Enabled() {
+		metrics.SetShardInfo(opts.Shard.Index, opts.Shard.Shards)
+	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        apiaryscheme.New(),
-		Cache:                         cacheOptions(),
+		Cache:                         cacheOptions(opts),
 		Logger:                        opts.Logger,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
@@ -205,7 +218,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		}
 		gates = append(gates, g)
 	}
-	setMetricsSource(mgr, d, gates)
+	setMetricsSource(mgr, opts, d, gates)
 	return mgr, gates, nil
 }
 

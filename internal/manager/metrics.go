@@ -12,8 +12,10 @@ import (
 // child clusters: Colonies once the gate of their controller is open,
 // workspaces and quotas once that of theirs is, and both only while this
 // replica is elected (a standby reports no state, so sums over replicas
-// count once).
-func setMetricsSource(mgr ctrl.Manager, d *deps, gates []*preflight.Gate) {
+// count once). With sharding every shard is elected, and all share one
+// view of the cache: shard 0 reports the state read from it, each shard
+// its own child caches.
+func setMetricsSource(mgr ctrl.Manager, opts Options, d *deps, gates []*preflight.Gate) {
 	metrics.SetBuildInfo(version.Version, version.Commit)
 	elected := mgr.Elected()
 	open := func(name string) func() bool {
@@ -21,6 +23,9 @@ func setMetricsSource(mgr ctrl.Manager, d *deps, gates []*preflight.Gate) {
 			select {
 			case <-elected:
 			default:
+				return false
+			}
+			if !opts.clusterWide() {
 				return false
 			}
 			for _, g := range gates {

@@ -57,7 +57,7 @@ var (
 	collectors = []prometheus.Collector{
 		buildInfo, reconcileDuration, timeToRunning,
 		gitCommits, gitPushes, gitPushRetries, gitSyncLatency,
-		state,
+		state, shardInfo, shardUnits,
 	}
 )
 

@@ -16,11 +16,13 @@ import (
 	"syscall"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
@@ -41,6 +43,9 @@ type Options struct {
 	// FluxBin holds Flux's controller binaries for Git mode (make
 	// flux-controllers builds them).
 	FluxBin string
+	// Shards runs this many shard managers in the process, each with its
+	// own Lease (docs/sharding.md); one manager without sharding when 0 or 1.
+	Shards int
 }
 
 // Main runs the sandbox with command-line arguments and returns an exit code.
@@ -52,6 +57,7 @@ func Main(args []string) int {
 	fset.BoolVar(&opts.ExitWhenReady, "exit-when-ready", false, "Stop once the quick start workspace is Running (exit code 0), for headless runs.")
 	fset.StringVar(&opts.Mode, "mode", "direct", "Delivery mode: direct (server-side apply) or git (a loopback Git server and Flux apply Apiary's commits).")
 	fset.StringVar(&opts.FluxBin, "flux-bin", os.Getenv("APIARY_FLUX_BIN"), "Folder holding Flux's source-controller and kustomize-controller, for --mode=git (make flux-controllers builds them).")
+	fset.IntVar(&opts.Shards, "shards", 1, "Run this many Apiary shards (docs/sharding.md), each a manager with its own Lease.")
 	timeout := fset.Duration("timeout", 0, "Give up after this long (exit code 1); 0 runs until interrupted.")
 	logs := fset.Bool("logs", false, "Print Apiary's logs.")
 	if err := fset.Parse(args); err != nil {
@@ -157,11 +163,13 @@ func Run(ctx context.Context, opts Options) error {
 	if gitops != nil {
 		gitOpts = gitops.opts
 	}
-	managerDone := make(chan error, 1)
-	go func() {
-		managerDone <- manager.Run(ctx, manager.Options{
+	managers := max(opts.Shards, 1)
+	managerDone := make(chan error, managers)
+	for i := range managers {
+		mo := manager.Options{
 			Git: gitOpts,
-			// A test runs the sandbox once per mode in one process.
+			// A test runs the sandbox once per mode in one process, and
+			// shards run side by side.
 			SkipControllerNameValidation: true,
 			RestConfig:                   cfg,
 			MetricsBindAddress:           "0",
@@ -170,8 +178,17 @@ func Run(ctx context.Context, opts Options) error {
 			CRDCheckInterval:             time.Second,
 			NoCrossNamespaceRefs:         true,
 			Logger:                       ctrl.Log.WithName("apiary"),
-		})
-	}()
+		}
+		if managers > 1 {
+			mo.Shard = shard.Config{Index: i, Shards: managers}
+			mo.LeaderElectionNamespace = metav1.NamespaceDefault
+			mo.Logger = ctrl.Log.WithName("apiary").WithValues("shard", i)
+		}
+		go func() { managerDone <- manager.Run(ctx, mo) }()
+	}
+	if managers > 1 {
+		say("%d Apiary shards run, each holding its Lease apiary-shard-<i> in namespace default", managers)
+	}
 	say("Apiary is running; applying the exalsius quick start (Ctrl-C stops everything)")
 	if err := seed(ctx, cfg, childCfg); err != nil {
 		return err
@@ -179,8 +196,10 @@ func Run(ctx context.Context, opts Options) error {
 	ready, err := watchProgress(ctx, cfg, opts.Out, opts.ExitWhenReady, gitops != nil)
 	cancel()
 	say("stopping")
-	if merr := <-managerDone; merr != nil && err == nil {
-		err = merr
+	for range managers {
+		if merr := <-managerDone; merr != nil && err == nil {
+			err = merr
+		}
 	}
 	<-standinDone
 	if err != nil {

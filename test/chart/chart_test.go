@@ -3,6 +3,7 @@ package chart
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -358,6 +359,10 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"unknown log level", map[string]any{"log": map[string]any{"level": "verbose"}}, []string{"/log/level", "debug"}},
 		{"unknown log encoding", map[string]any{"log": map[string]any{"encoding": "xml"}}, []string{"/log/encoding"}},
 		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, []string{"/metrics/port", "maximum"}},
+		{"no shards", map[string]any{"sharding": map[string]any{"shards": 0}}, []string{"/sharding/shards", "minimum"}},
+		{"shards as a string", map[string]any{"sharding": map[string]any{"shards": "2"}}, []string{"/sharding/shards", "integer"}},
+		{"leader election off with shards", map[string]any{"sharding": map[string]any{"shards": 2}, "leaderElection": map[string]any{"enabled": false}},
+			[]string{"/leaderElection/enabled"}},
 		{"unknown pull policy", map[string]any{"image": map[string]any{"pullPolicy": "Sometimes"}}, []string{"/image/pullPolicy"}},
 		{"relative bundle dir", map[string]any{"bundles": map[string]any{"dir": "bundles"}}, []string{"/bundles/dir"}},
 		{"extra arg without dashes", map[string]any{"extraArgs": []any{"leader-elect=false"}}, []string{"/extraArgs/0"}},
@@ -397,4 +402,43 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShardsRenderADeploymentEach: sharding.shards deploys one Deployment
+// per shard, with selectors that do not overlap, the shard's flags and its
+// own Lease, which the real binary accepts; one shard renders the single
+// Deployment as before.
+func TestShardsRenderADeploymentEach(t *testing.T) {
+	g := NewWithT(t)
+	ch := loadChart(t)
+	objs, err := render(ch, releaseName, releaseNamespace, map[string]any{"replicaCount": 2, "sharding": map[string]any{"shards": 3}})
+	g.Expect(err).NotTo(HaveOccurred())
+	deps := find(objs, "Deployment")
+	g.Expect(deps).To(HaveLen(3))
+	for i, u := range deps {
+		d := convert[appsv1.Deployment](g, u)
+		shard := strconv.Itoa(i)
+		g.Expect(d.Name).To(HaveSuffix("-shard-" + shard))
+		g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		g.Expect(d.Spec.Selector.MatchLabels).To(HaveKeyWithValue("apiary.exalsius.ai/shard", shard))
+		g.Expect(d.Spec.Template.Labels).To(HaveKeyWithValue("apiary.exalsius.ai/shard", shard))
+		args := d.Spec.Template.Spec.Containers[0].Args
+		g.Expect(args).To(ContainElements("--leader-elect=true", "--leader-election-namespace="+releaseNamespace,
+			"--shards=3", "--shard="+shard))
+		g.Expect(args).NotTo(ContainElement(HavePrefix("--leader-election-id")), "each shard's Lease is apiary-shard-<index>")
+		expectManagerAccepts(t, g, args)
+	}
+	// The metrics Service selects every shard's pods.
+	for _, svc := range find(objs, "Service") {
+		sel, _, _ := unstructured.NestedStringMap(svc.Object, "spec", "selector")
+		g.Expect(sel).NotTo(HaveKey("apiary.exalsius.ai/shard"))
+	}
+
+	objs, err = render(ch, releaseName, releaseNamespace, map[string]any{"sharding": map[string]any{"shards": 1}})
+	g.Expect(err).NotTo(HaveOccurred())
+	deps = find(objs, "Deployment")
+	g.Expect(deps).To(HaveLen(1))
+	d := convert[appsv1.Deployment](g, deps[0])
+	g.Expect(d.Name).NotTo(ContainSubstring("shard"))
+	g.Expect(d.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--shard")))
 }

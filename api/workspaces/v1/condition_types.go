@@ -16,11 +16,23 @@ const (
 	// QuotaReservedCondition is Apiary's: whether the workspace is charged
 	// to every TenantQuota that selects its namespace.
 	QuotaReservedCondition = "QuotaReserved"
+	// ShardAssignedCondition is Apiary's: with sharding, False while the
+	// shard the workspace's cluster belongs to cannot act on it (another
+	// shard holds the cluster and has not handed it over, or the shards
+	// run with different numbers of shards). Written by that shard; absent
+	// on the happy path, never True.
+	ShardAssignedCondition = "ShardAssigned"
 )
 
 // WorkspaceDeployment and WorkspaceClass condition reasons.
 const (
-	ClassResolvedReason             = "ClassResolved"
+	ClassResolvedReason = "ClassResolved"
+	// ShardHandOverReason: the cluster is held by another shard, which is to
+	// hand it over (it drains and releases it, or its Lease lapses).
+	ShardHandOverReason = "ShardHandOver"
+	// ShardMismatchReason: the cluster is held by a shard index this
+	// replica's number of shards does not have, whose Lease is held.
+	ShardMismatchReason             = "ShardMismatch"
 	ClassNotFoundReason             = "ClassNotFound"
 	ClassInvalidReason              = "InvalidWorkspaceClass"
 	ClusterDeploymentResolvedReason = "ClusterDeploymentResolved"

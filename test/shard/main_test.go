@@ -1,0 +1,234 @@
+// Package shard_test proves sharding end to end: apiary managers built from
+// this repository run as separate processes, two or three shards with a
+// Lease each, against one management control plane with the k0rdent
+// stand-in and a child control plane holding a GPU node. Every replica
+// traces when it starts and stops acting on a unit (internal/shard
+// EnvTrace); the tests check that no two processes ever act on one unit at
+// once — while shards start, are killed, and change from two to three —
+// that every workspace ends Running, that each unit is held by its desired
+// shard, that a tenant's quota over clusters of two shards is never
+// exceeded, and that a replica starts child caches only for its own
+// clusters.
+package shard_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// leaseNamespace holds the shards' Leases, for every test: shards of
+// different tests share the holder annotations of what earlier tests left.
+const leaseNamespace = "apiary-system"
+
+var (
+	env, child *testenv.Environment
+	// binary is the manager built from this repository; kubeconfig reaches
+	// env as an administrator; workDir holds them and the replicas' logs.
+	binary, kubeconfig, workDir string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+		return 1
+	}
+	var err error
+	if workDir, err = os.MkdirTemp("", "apiary-shard-"); err != nil {
+		return fail("creating a work folder", err)
+	}
+	binary = filepath.Join(workDir, "apiary")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Dir = testenv.RepoRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		return fail("building the manager", fmt.Errorf("%w: %s", err, out))
+	}
+	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	c, err := managertest.StartClusters()
+	if err != nil {
+		return fail("starting the control planes", err)
+	}
+	defer c.Stop()
+	env, child = c.Management, c.Child
+	admin, err := env.Kubeconfig()
+	if err != nil {
+		return fail("management kubeconfig", err)
+	}
+	kubeconfig = filepath.Join(workDir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
+		return fail("writing the management kubeconfig", err)
+	}
+	ctx := context.Background()
+	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil {
+		return fail("creating the Lease namespace", err)
+	}
+	// One node with GPUs enough for every test: every ClusterDeployment's
+	// kubeconfig reaches this child.
+	if err := standin.AddGPUNode(ctx, child.Client, "gpu-node", nil, "nvidia.com/gpu", 1000); err != nil {
+		return fail("adding the GPU node", err)
+	}
+	code := m.Run()
+	if code == 0 {
+		_ = os.RemoveAll(workDir)
+	} else {
+		fmt.Fprintf(os.Stderr, "shard suite: logs kept in %s\n", workDir)
+	}
+	return code
+}
+
+const timeout = 90 * time.Second
+
+// fleet is a test's namespace with its clusters: standalone
+// ClusterDeployments and the clusters of one Colony.
+type fleet struct {
+	ns    string
+	class string
+	// units maps each cluster ("ns/name") to its unit.
+	units map[string]shard.Unit
+	// used are the clusters with workspaces.
+	used map[string]bool
+}
+
+// newFleet creates a namespace with the templates, a WorkspaceClass, the
+// Colony "fleet" with one cluster, and standalone ClusterDeployments
+// chosen so that pick accepts their units' desired shards.
+func newFleet(t *testing.T, standalone int, pick func(key string, taken []string) bool) *fleet {
+	t.Helper()
+	f := &fleet{ns: env.NewNamespace(t, "shard"), units: map[string]shard.Unit{}, used: map[string]bool{}}
+	managertest.Templates(t, env.Client, f.ns)
+	f.class = "cls-" + f.ns
+	cls := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: f.class}, Spec: workspacesv1.WorkspaceClassSpec{
+		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: f.ns}}}
+	if err := env.Client.Create(context.Background(), cls); err != nil {
+		t.Fatalf("creating WorkspaceClass: %v", err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cls) })
+	col := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "fleet"}}
+	col.Spec.ColonyClusters = []infrav1.ColonyCluster{{ClusterName: "a",
+		ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(`{"template":"tpl","credential":"cred"}`)}}}
+	if err := env.Client.Create(context.Background(), col); err != nil {
+		t.Fatalf("creating Colony: %v", err)
+	}
+	f.units[f.ns+"/fleet-a"] = shard.Unit{Kind: shard.KindColony, NamespacedName: client.ObjectKeyFromObject(col)}
+	var taken []string
+	for k := 0; len(taken) < standalone; k++ {
+		if k > 10000 {
+			t.Fatalf("no %d cluster names fit the test", standalone)
+		}
+		name := fmt.Sprintf("cd-%d", k)
+		if !pick(f.ns+"/"+name, taken) {
+			continue
+		}
+		taken = append(taken, f.ns+"/"+name)
+		managertest.CreateReady(t, env.Client, standin.NewClusterDeployment(f.ns, name, "tpl", "cred"))
+		f.units[f.ns+"/"+name] = shard.Unit{Kind: shard.KindClusterDeployment, NamespacedName: client.ObjectKey{Namespace: f.ns, Name: name}}
+	}
+	return f
+}
+
+// clusters are the names of the fleet's clusters.
+func (f *fleet) clusters() []string {
+	var out []string
+	for key := range f.units {
+		out = append(out, key[len(f.ns)+1:])
+	}
+	return out
+}
+
+// workspace creates a workspace with one GPU on a cluster of the fleet,
+// deleted (and awaited) when the test ends. Its name ends with the
+// namespace's suffix: every cluster is the same child control plane, where
+// the namespaces ws-<name> of earlier tests never finish terminating.
+func (f *fleet) workspace(t *testing.T, name, cd string) *workspacesv1.WorkspaceDeployment {
+	t.Helper()
+	name += f.ns[strings.LastIndex(f.ns, "-"):]
+	f.used[f.ns+"/"+cd] = true
+	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: f.class,
+			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cd},
+			Resources:            &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{GPUCount: ptr.To[int32](1)}}}}
+	if err := env.Client.Create(context.Background(), w); err != nil {
+		t.Fatalf("creating workspace %s: %v", name, err)
+	}
+	t.Cleanup(func() { managertest.DeleteAndWait(t, env.Client, w) })
+	return w
+}
+
+// holders reads the shard claim of every unit of the fleet that some
+// shard acts on: the Colony, and the clusters with workspaces.
+func (f *fleet) holders(g Gomega) map[string]string {
+	out := map[string]string{}
+	for cluster, u := range f.units {
+		if u.Kind != shard.KindColony && !f.used[cluster] {
+			continue
+		}
+		var obj client.Object = &k0rdentv1beta1.ClusterDeployment{}
+		if u.Kind == shard.KindColony {
+			obj = &infrav1.Colony{}
+		}
+		g.Expect(env.Client.Get(context.Background(), u.NamespacedName, obj)).To(Succeed())
+		out[u.Key()] = obj.GetAnnotations()[shard.HolderAnnotation]
+	}
+	return out
+}
+
+// expectHeldAsDesired waits until every unit of the fleet is held by its
+// desired shard among count.
+func (f *fleet) expectHeldAsDesired(t *testing.T, count int) {
+	t.Helper()
+	NewWithT(t).Eventually(func(g Gomega) {
+		want := map[string]string{}
+		for cluster, u := range f.units {
+			if u.Kind != shard.KindColony && !f.used[cluster] {
+				continue
+			}
+			want[u.Key()] = shard.FormatHolder(shard.Desired(u.Key(), count))
+		}
+		g.Expect(f.holders(g)).To(Equal(want))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// running waits until every workspace is Running.
+func running(t *testing.T, ws ...*workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	for _, w := range ws {
+		NewWithT(t).Eventually(func(g Gomega) {
+			got := &workspacesv1.WorkspaceDeployment{}
+			g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseRunning), "%s: %s", w.Name, got.Status.Message)
+		}, timeout, 200*time.Millisecond).Should(Succeed())
+	}
+}
+
+// noOverlap fails the test when two processes acted on one unit at once.
+// Tests run it last, as a cleanup, so that it judges every interval.
+func noOverlap(t *testing.T, rec *recorder) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(rec.problems()).To(BeEmpty())
+	g.Expect(rec.overlaps()).To(BeEmpty(), "two processes acted on one unit at once")
+}
