@@ -38,12 +38,14 @@ type manager struct {
 
 // startManager runs the manager with its metrics, probes and profiles on
 // free local ports, and waits until it is ready (its caches synced).
-func startManager(b *testing.B, args ...string) *manager {
+// Its log is logName in the work folder, or, with APIARY_SCALE_MANAGER_LOG,
+// that path followed by logName.
+func startManager(b *testing.B, logName string, args ...string) *manager {
 	b.Helper()
 	m := &manager{metrics: freeAddr(b), pprof: freeAddr(b), prob: freeAddr(b), stop: make(chan struct{})}
-	logPath := os.Getenv("APIARY_SCALE_MANAGER_LOG")
-	if logPath == "" {
-		logPath = filepath.Join(workDir, "manager.log")
+	logPath := filepath.Join(workDir, logName)
+	if p := os.Getenv("APIARY_SCALE_MANAGER_LOG"); p != "" {
+		logPath = p + "." + logName
 	}
 	log, err := os.Create(logPath)
 	if err != nil {

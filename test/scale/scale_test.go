@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -36,7 +37,10 @@ func envInt(name string, def int) int {
 // (APIARY_SCALE_PROFILE, else a file under the system's temp folder, whose
 // path is printed). Releases install instantly (the stand-in reports them
 // Deployed without Helm), so the figures are Apiary's; APIARY_SCALE_HELM=1
-// installs them with Helm's SDK on the child instead. It also reports the
+// installs them with Helm's SDK on the child instead. APIARY_SCALE_SHARDS=N
+// runs N shards (--shards N, one process each): requests, CPU and resident
+// sets are then the replicas' sums, each replica's peak is logged and the
+// largest reported, and the heap profile is shard 0's. It also reports the
 // resident set's anonymous and file-backed parts, and the manager's CPU
 // time during the rollout. For investigations: APIARY_SCALE_PEAK_PROFILE
 // saves a heap profile near the peak (each new peak, at most every 5 s; the
@@ -86,16 +90,27 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatal(err)
 		}
 
-		m := startManager(b)
-		settleRequests(b, m, 2*time.Second, time.Minute)
-		before := m.requests(b)
-		idleRSS, idleAnon := m.rss("VmRSS"), m.rss("RssAnon")
+		// With APIARY_SCALE_SHARDS=N the manager runs as N shards, each a
+		// process of its own with its Lease in the benchmark's namespace.
+		shards := envInt("APIARY_SCALE_SHARDS", 1)
+		ms := make(replicas, 0, shards)
+		for i := range shards {
+			var args []string
+			if shards > 1 {
+				args = []string{"--shards", strconv.Itoa(shards), "--shard", strconv.Itoa(i), "--leader-election-namespace", ns}
+			}
+			ms = append(ms, startManager(b, fmt.Sprintf("manager-%d.log", i), args...))
+		}
+		m := ms[0]
+		ms.settle(b, 2*time.Second, time.Minute)
+		before := ms.requests(b)
+		idleRSS, idleAnon := ms.sum(func(m *manager) int64 { return m.rss("VmRSS") }), ms.sum(func(m *manager) int64 { return m.rss("RssAnon") })
 		watchCtx, stopWatching := context.WithCancel(ctx)
 		react, err := managertest.WatchReactions(watchCtx, clusters.Management.Config, ns)
 		if err != nil {
 			b.Fatal(err)
 		}
-		start, cpuBefore := time.Now(), m.cpuSeconds()
+		start, cpuBefore := time.Now(), ms.cpuSeconds()
 		for w := range total {
 			ws := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w%05d", w)},
 				Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
@@ -124,13 +139,14 @@ func BenchmarkScale(b *testing.B) {
 			return n == total
 		})
 		running := time.Since(start)
-		settleRequests(b, m, 3*time.Second, 5*time.Minute)
+		ms.settle(b, 3*time.Second, 5*time.Minute)
 		stopWatching()
-		after := m.requests(b)
+		after := ms.requests(b)
 		mgmtHost, childHost := hostOf(b, clusters.Management.Config.Host), hostOf(b, clusters.Child.Config.Host)
 		p50, slowest, reacted := react.Figures()
-		steadyRSS, steadyAnon, peak, hwm := m.rss("VmRSS"), m.rss("RssAnon"), m.peakRSS.Load(), m.rss("VmHWM")
-		cpu := m.cpuSeconds() - cpuBefore // the rollout's, from the first create to the settled requests
+		steadyRSS, steadyAnon := ms.sum(func(m *manager) int64 { return m.rss("VmRSS") }), ms.sum(func(m *manager) int64 { return m.rss("RssAnon") })
+		peaks := ms.peaks()
+		cpu := ms.cpuSeconds() - cpuBefore // the rollout's, from the first create to the settled requests
 		profile := os.Getenv("APIARY_SCALE_PROFILE")
 		if profile == "" {
 			profile = filepath.Join(os.TempDir(), fmt.Sprintf("apiary-heap-%dw-%dc.pprof", total, nclusters))
@@ -141,8 +157,16 @@ func BenchmarkScale(b *testing.B) {
 		}
 		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s); "+
 			"its text with the runtime's MemStats: %[1]s.txt; the resident set by mapping: %[1]s.smaps", profile, profile)
-		m.kill()
+		for _, r := range ms {
+			r.kill()
+		}
 
+		if shards > 1 {
+			// Each replica's own peak; the figures below are the sums.
+			b.Logf("%d shards: peak RSS per replica (MiB) %v", shards, peaks)
+			b.ReportMetric(float64(shards), "replicas")
+			b.ReportMetric(slices.Max(peaks), "max-replica-peak-RSS-MiB")
+		}
 		b.ReportMetric(sets.Seconds(), "s-to-servicesets")
 		b.ReportMetric(running.Seconds(), "s-to-running")
 		b.ReportMetric((after[mgmtHost]-before[mgmtHost])/float64(total), "mgmt-requests/workspace")
@@ -150,35 +174,13 @@ func BenchmarkScale(b *testing.B) {
 		b.ReportMetric(p50.Seconds(), "s-reaction-p50")
 		b.ReportMetric(slowest.Seconds(), "s-reaction-max")
 		b.ReportMetric(float64(reacted), "reactions-timed")
-		b.ReportMetric(float64(max(peak, hwm))/(1<<20), "peak-RSS-MiB")
+		b.ReportMetric(sumOf(peaks), "peak-RSS-MiB")
 		b.ReportMetric(float64(steadyRSS)/(1<<20), "steady-RSS-MiB")
 		b.ReportMetric(float64(idleRSS)/(1<<20), "idle-RSS-MiB")
 		b.ReportMetric(float64(idleAnon)/(1<<20), "idle-anon-RSS-MiB")
-		b.ReportMetric(float64(m.peakAnon.Load())/(1<<20), "peak-anon-RSS-MiB")
-		b.ReportMetric(float64(m.peakFile.Load())/(1<<20), "peak-file-RSS-MiB")
+		b.ReportMetric(float64(ms.sum(func(m *manager) int64 { return m.peakAnon.Load() }))/(1<<20), "peak-anon-RSS-MiB")
+		b.ReportMetric(float64(ms.sum(func(m *manager) int64 { return m.peakFile.Load() }))/(1<<20), "peak-file-RSS-MiB")
 		b.ReportMetric(cpu, "manager-CPU-s")
 		b.ReportMetric(float64(steadyAnon)/(1<<20), "steady-anon-RSS-MiB")
-	}
-}
-
-// settleRequests waits until the manager made no request for quiet.
-func settleRequests(b *testing.B, m *manager, quiet, limit time.Duration) {
-	b.Helper()
-	sum := func() float64 {
-		t := 0.0
-		for _, v := range m.requests(b) {
-			t += v
-		}
-		return t
-	}
-	deadline := time.Now().Add(limit)
-	last, since := sum(), time.Now()
-	for time.Now().Before(deadline) {
-		time.Sleep(250 * time.Millisecond)
-		if n := sum(); n != last {
-			last, since = n, time.Now()
-		} else if time.Since(since) >= quiet {
-			return
-		}
 	}
 }
