@@ -43,11 +43,6 @@ VERSION_PKG := github.com/apiaryhq/apiary/internal/version
 # The flags of every release binary, also used by the Dockerfile (make binary).
 GO_BUILD_FLAGS := -trimpath -buildvcs=false
 GO_LDFLAGS = -s -w -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Commit=$(COMMIT) -X $(VERSION_PKG).Date=$(BUILD_DATE)
-# The SBOM tool reads each linked module's licence from the module cache, which
-# the build just filled and checked against go.sum; it asks for them from a
-# folder outside the module, where the go command would otherwise want the
-# checksum database for each (a fresh machine has none of it cached), hence
-# GOPROXY=off GOSUMDB=off on that call.
 # go-build-static OS ARCH OUT: the static, stripped, stamped manager.
 go-build-static = CGO_ENABLED=0 GOOS=$(1) GOARCH=$(2) go build $(GO_BUILD_FLAGS) -ldflags '$(GO_LDFLAGS)' -o $(3) .
 HOST_ARCH = $(shell go env GOARCH)
@@ -146,6 +141,11 @@ run: testenv build $(if $(findstring git,$(RUN_ARGS)),flux-crds flux-controllers
 binary: ## Build the static, stripped, stamped manager: BINARY_OS/BINARY_ARCH (linux/host) into BINARY_OUT.
 	$(call go-build-static,$(or $(BINARY_OS),linux),$(or $(BINARY_ARCH),$(HOST_ARCH)),$(or $(BINARY_OUT),bin/apiary-static))
 
+# The SBOM tool reads each linked module's licence from the module cache, which
+# the build just filled and checked against go.sum; it asks for them from a
+# folder outside the module, where the go command would otherwise want the
+# checksum database for each (a fresh machine has none of it cached), hence
+# GOPROXY=off GOSUMDB=off on that call.
 .PHONY: image
 image: $(IMAGE_BUILDER) $(CYCLONEDX) ## Build the multi-arch OCI image without Docker: layout, tarball and SBOMs in bin/image (PLATFORMS=...).
 	@rm -rf $(IMAGE_DIR) && mkdir -p $(IMAGE_DIR)/sbom
