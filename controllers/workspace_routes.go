@@ -150,7 +150,7 @@ func (r *WorkspaceDeploymentReconciler) assignPorts(ctx context.Context, obj *wo
 		return !apierrors.IsNotFound(r.Get(ctx, h, &workspacesv1.WorkspaceDeployment{}))
 	}
 	return r.ports.Assign(v.poolKey(), access.Request{Holder: self, Endpoints: tcp, Pool: v.tenant.Pool,
-		Claims: claims, Taken: taken, Live: live}), nil
+		Claims: claims, Taken: taken, Live: live, Stripe: r.portStripe()}), nil
 }
 
 func inPool(pool []access.Listener, name string) bool {

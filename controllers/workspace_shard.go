@@ -17,6 +17,7 @@ import (
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/shard"
 )
 
@@ -158,4 +159,15 @@ func shardLeases(g *shard.Gate) builder.Predicates {
 		_, ok := shard.LeaseIndex(o.GetName())
 		return ok && o.GetNamespace() == g.LeaseNamespace
 	}))
+}
+
+// portStripe is the part of every regional port pool this replica hands out
+// new ports from: with shards, the stripe of its index, so that shards
+// routing to one regional cluster never pick the same free port at once.
+// Ports already held are kept wherever they are.
+func (r *WorkspaceDeploymentReconciler) portStripe() access.Stripe {
+	if !r.Shards.Enabled() {
+		return access.Stripe{}
+	}
+	return access.Stripe{Index: r.Shards.Config.Index, Of: r.Shards.Config.Shards}
 }

@@ -43,7 +43,24 @@ type Request struct {
 	// Live reports whether another holder still exists; the ports of those
 	// that do not are freed. Nil keeps every holder.
 	Live func(types.NamespacedName) bool
+	// Stripe, when Of > 1, limits the listeners handed out anew to those
+	// whose place in Pool is Index modulo Of: the stripe of one of Of
+	// ledgers that share the pool without talking to each other (the shards
+	// of Apiary, each with a ledger of its own), so that two of them never
+	// hand out the same free listener at once. What a holder holds or
+	// claims already is kept wherever it is.
+	Stripe Stripe
 }
+
+// Stripe is one of Of disjoint parts of a pool: the listeners at positions
+// Index, Index+Of, Index+2·Of, … of the pool sorted by port.
+type Stripe struct {
+	Index, Of int
+}
+
+// has reports whether the listener at position i of the pool is in the
+// stripe; every listener is when Of is 0 or 1.
+func (s Stripe) has(i int) bool { return s.Of <= 1 || i%s.Of == s.Index }
 
 type hold struct {
 	holder   types.NamespacedName
@@ -64,7 +81,8 @@ func NewLedger() *Ledger { return &Ledger{pools: map[PoolKey]map[string]hold{}} 
 
 // Assign gives each endpoint of the request a listener of the pool: the one
 // it holds already (sticky for the workspace's life, as long as the listener
-// exists), else the lowest-port listener that nobody holds or uses. It
+// exists), else the lowest-port listener of the request's stripe that
+// nobody holds or uses. It
 // returns the assignments by endpoint; endpoints left out found the pool
 // exhausted. Listeners the holder holds for endpoints it no longer has are
 // freed.
@@ -120,8 +138,8 @@ func (l *Ledger) Assign(key PoolKey, req Request) map[string]Listener {
 		if _, ok := out[e]; ok {
 			continue
 		}
-		for _, p := range req.Pool {
-			if _, held := holds[p.Name]; held || req.Taken[p.Name] {
+		for i, p := range req.Pool {
+			if _, held := holds[p.Name]; held || req.Taken[p.Name] || !req.Stripe.has(i) {
 				continue
 			}
 			holds[p.Name] = hold{holder: req.Holder, endpoint: e}

@@ -136,3 +136,71 @@ func TestLedgerNeverDoubleBooks(t *testing.T) {
 	wg.Wait()
 	g.Expect(owner).To(HaveLen(len(big)))
 }
+
+// TestLedgersOfShardsNeverDoubleBook: the shards of Apiary each keep a
+// ledger of their own for a regional cluster's pool they share, and see
+// each other's assignments only when the workspaces' status or routes show
+// them (the claims), which may be late or never before they assign. With a
+// stripe each, no two of them hand out one port, whatever order and
+// knowledge; without, the first free port goes to both at once. Every
+// stripe is handed out, and what a holder holds outside its stripe (a
+// workspace that moved to another shard) stays with it.
+func TestLedgersOfShardsNeverDoubleBook(t *testing.T) {
+	big := make([]Listener, 30)
+	for i := range big {
+		big[i] = Listener{Name: fmt.Sprintf("p%d", i), Port: int32(30000 + i)}
+	}
+	for _, shards := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("%d shards", shards), func(t *testing.T) {
+			g := NewWithT(t)
+			ledgers := make([]*Ledger, shards)
+			for i := range ledgers {
+				ledgers[i] = NewLedger()
+			}
+			var mu sync.Mutex
+			owner := map[int32]string{}
+			var wg sync.WaitGroup
+			for w := range 12 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					i := w % shards // the shard of the workspace's cluster
+					holder := types.NamespacedName{Namespace: "t", Name: fmt.Sprintf("ws%d", w)}
+					got := ledgers[i].Assign(key, Request{Holder: holder, Endpoints: []string{"ssh"}, Pool: big,
+						Stripe: Stripe{Index: i, Of: shards}})
+					mu.Lock()
+					defer mu.Unlock()
+					for e, p := range got {
+						if prev, dup := owner[p.Port]; dup {
+							t.Errorf("port %d given to %s and %s/%s", p.Port, prev, holder, e)
+						}
+						owner[p.Port] = holder.String() + "/" + e
+						if (p.Port-30000)%int32(shards) != int32(i) {
+							t.Errorf("shard %d handed out port %d outside its stripe", i, p.Port)
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			g.Expect(owner).To(HaveLen(12), "every workspace got a port")
+		})
+	}
+
+	g := NewWithT(t)
+	// Without stripes two ledgers hand out the same first port.
+	a, b := NewLedger(), NewLedger()
+	pa := a.Assign(key, Request{Holder: wsA, Endpoints: []string{"ssh"}, Pool: big})
+	pb := b.Assign(key, Request{Holder: wsB, Endpoints: []string{"ssh"}, Pool: big})
+	g.Expect(pa["ssh"]).To(Equal(pb["ssh"]), "the collision stripes prevent")
+
+	// A holder's port outside the stripe (claimed before it moved) is kept.
+	c := NewLedger()
+	got := c.Assign(key, Request{Holder: wsC, Endpoints: []string{"ssh"}, Pool: big, Stripe: Stripe{Index: 1, Of: 2},
+		Claims: []Claim{{Holder: wsC, Endpoint: "ssh", Listener: "p4"}}})
+	g.Expect(got["ssh"].Name).To(Equal("p4"))
+	// The stripe runs out: an exhausted stripe leaves the endpoint out even with free ports in others.
+	small := big[:3]
+	d := NewLedger()
+	g.Expect(d.Assign(key, Request{Holder: wsA, Endpoints: []string{"ssh"}, Pool: small, Stripe: Stripe{Index: 1, Of: 3}})).To(HaveKey("ssh"))
+	g.Expect(d.Assign(key, Request{Holder: wsB, Endpoints: []string{"ssh"}, Pool: small, Stripe: Stripe{Index: 1, Of: 3}})).To(BeEmpty())
+}
