@@ -125,12 +125,7 @@ func TestLedgerNeverDoubleBooks(t *testing.T) {
 			got := l.Assign(key, Request{Holder: holder, Endpoints: []string{"ssh", "db"}, Pool: big})
 			mu.Lock()
 			defer mu.Unlock()
-			for e, p := range got {
-				if prev, dup := owner[p.Port]; dup {
-					t.Errorf("port %d given to %s and %s/%s", p.Port, prev, holder, e)
-				}
-				owner[p.Port] = holder.String() + "/" + e
-			}
+			book(t, owner, holder, got)
 		}()
 	}
 	wg.Wait()
@@ -170,11 +165,8 @@ func TestLedgersOfShardsNeverDoubleBook(t *testing.T) {
 						Stripe: Stripe{Index: i, Of: shards}})
 					mu.Lock()
 					defer mu.Unlock()
-					for e, p := range got {
-						if prev, dup := owner[p.Port]; dup {
-							t.Errorf("port %d given to %s and %s/%s", p.Port, prev, holder, e)
-						}
-						owner[p.Port] = holder.String() + "/" + e
+					book(t, owner, holder, got)
+					for _, p := range got {
 						if (p.Port-30000)%int32(shards) != int32(i) {
 							t.Errorf("shard %d handed out port %d outside its stripe", i, p.Port)
 						}
@@ -203,4 +195,16 @@ func TestLedgersOfShardsNeverDoubleBook(t *testing.T) {
 	d := NewLedger()
 	g.Expect(d.Assign(key, Request{Holder: wsA, Endpoints: []string{"ssh"}, Pool: small, Stripe: Stripe{Index: 1, Of: 3}})).To(HaveKey("ssh"))
 	g.Expect(d.Assign(key, Request{Holder: wsB, Endpoints: []string{"ssh"}, Pool: small, Stripe: Stripe{Index: 1, Of: 3}})).To(BeEmpty())
+}
+
+// book records the ports a holder got in owner, failing on a port that
+// someone holds already.
+func book(t *testing.T, owner map[int32]string, holder types.NamespacedName, got map[string]Listener) {
+	t.Helper()
+	for e, p := range got {
+		if prev, dup := owner[p.Port]; dup {
+			t.Errorf("port %d given to %s and %s/%s", p.Port, prev, holder, e)
+		}
+		owner[p.Port] = holder.String() + "/" + e
+	}
 }
