@@ -57,24 +57,43 @@ func sumOf(xs []float64) float64 {
 	return t
 }
 
-// settle waits until no replica made a request for quiet.
-func (rs replicas) settle(b *testing.B, quiet, limit time.Duration) {
-	b.Helper()
-	total := func() float64 {
-		t := 0.0
-		for _, v := range rs.requests(b) {
-			t += v
-		}
-		return t
+// total is the replicas' requests to every host.
+func (rs replicas) total(b *testing.B) float64 {
+	t := 0.0
+	for _, v := range rs.requests(b) {
+		t += v
 	}
+	return t
+}
+
+// settle waits until the replicas made no request for quiet, apart from
+// background requests at rate per second (the Lease renewals of shards,
+// which never stop).
+func (rs replicas) settle(b *testing.B, quiet, limit time.Duration, rate float64) {
+	b.Helper()
 	deadline := time.Now().Add(limit)
-	last, since := total(), time.Now()
+	last, since := rs.total(b), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(250 * time.Millisecond)
-		if n := total(); n != last {
+		n := rs.total(b)
+		switch {
+		case n-last > rate*time.Since(since).Seconds()+2:
 			last, since = n, time.Now()
-		} else if time.Since(since) >= quiet {
+		case time.Since(since) >= quiet:
 			return
 		}
 	}
+}
+
+// leaseRate measures the replicas' requests per second over window while
+// nothing else is asked of them: with shards, each one's Lease renewals;
+// zero for a single replica without leader election. The benchmark takes
+// that rate times the rollout's duration off the requests it reports.
+func (rs replicas) leaseRate(b *testing.B, window time.Duration) float64 {
+	if len(rs) < 2 {
+		return 0
+	}
+	start, before := time.Now(), rs.total(b)
+	time.Sleep(window)
+	return (rs.total(b) - before) / time.Since(start).Seconds()
 }
