@@ -321,11 +321,10 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 // queueRemoval queues the removal of an entry's file when it still belongs
 // to owner, and reports whether it did. Callers hold g.mu.
 func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
-	id, err := ParseID(e.ID)
-	if err != nil {
+	path, ok := entryPath(e)
+	if !ok {
 		return false
 	}
-	path := gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)
 	cur := g.current(path)
 	if cur == nil || !ownedBy(owner, cur) {
 		return false
@@ -337,12 +336,22 @@ func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
 // removalPending reports whether the removal of an entry's file is queued
 // for owner and not committed yet. Callers hold g.mu.
 func (g *Git) removalPending(owner ownerKey, e commonv1.ResourceRef) bool {
-	id, err := ParseID(e.ID)
-	if err != nil {
+	path, ok := entryPath(e)
+	if !ok {
 		return false
 	}
-	p, ok := g.pending[gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name)]
-	return ok && p.data == nil && p.owner == owner
+	p, queued := g.pending[path]
+	return queued && p.data == nil && p.owner == owner
+}
+
+// entryPath is the file of an inventory entry's object; false when the
+// entry's ID cannot be parsed.
+func entryPath(e commonv1.ResourceRef) (string, bool) {
+	id, err := ParseID(e.ID)
+	if err != nil {
+		return "", false
+	}
+	return gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name), true
 }
 
 // current returns the content a path will have after the queued changes,
