@@ -241,7 +241,10 @@ func (g *Gate) enter(u Unit, held bool) (bool, func()) {
 }
 
 // drained marks u draining (no reconcile enters it any more) and reports
-// whether none is in flight.
+// whether none is in flight. The mark stays after the release: a unit is
+// released only when another shard is its desired one, and its desired
+// shard is fixed for the life of the process (the number of shards is a
+// flag), so this process never acts on it again.
 func (g *Gate) drained(u Unit) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
