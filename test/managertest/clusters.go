@@ -31,8 +31,9 @@ type Clusters struct {
 }
 
 // StartClusters starts the control planes and the stand-in, and points
-// controller-runtime's logger at LogOutput. Stop ends them.
-func StartClusters() (*Clusters, error) {
+// controller-runtime's logger at LogOutput. Stop ends them. configure, if
+// given, sets the stand-in's knobs before it starts.
+func StartClusters(configure ...func(*standin.StandIn)) (*Clusters, error) {
 	c := &Clusters{}
 	ok := false
 	defer func() {
@@ -57,6 +58,9 @@ func StartClusters() (*Clusters, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.stops = append(c.stops, cancel)
 	si := &standin.StandIn{KubeconfigFor: func(*k0rdentv1beta1.ClusterDeployment) []byte { return kubeconfig }}
+	for _, f := range configure {
+		f(si)
+	}
 	if c.ServiceSets, _, err = standin.Run(ctx, c.Management.Config, si); err != nil {
 		return nil, fmt.Errorf("stand-in: %w", err)
 	}

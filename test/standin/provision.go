@@ -129,7 +129,7 @@ func (s *StandIn) provision(ctx context.Context, cd *k0rdentv1beta1.ClusterDeplo
 		return reconcile.Result{}, err
 	}
 	setCondition(status, cd.Generation, k0rdentv1beta1.CAPIClusterSummaryCondition, true, k0rdentv1beta1.SucceededReason, "Cluster is provisioned")
-	if s.Services == nil {
+	if s.Services == nil || s.ServicesUnreported {
 		return reconcile.Result{}, nil
 	}
 	states, err := s.Services.ServiceStates(ctx, cd)

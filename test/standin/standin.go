@@ -75,6 +75,13 @@ type StandIn struct {
 	// ServicesInReadyState condition and nothing to remove.
 	Services Services
 
+	// ServicesUnreported leaves the services out of the ClusterDeployments'
+	// status (status.services, ServicesInReadyState), as a kcm whose
+	// ClusterDeployment controller has not run since the ServiceSets
+	// changed: only the ServiceSets' own events tell of their services.
+	// They are still removed on deletion.
+	ServicesUnreported bool
+
 	// provisioning and deleting record when each ClusterDeployment started
 	// provisioning and deleting, for AnnotationDelay.
 	provisioning, deleting startTimes
@@ -99,7 +106,7 @@ func (s *StandIn) SetupWithManager(mgr ctrl.Manager) error {
 			func(cd *k0rdentv1beta1.ClusterDeployment) string { return cd.Spec.Credential })),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)})
-	if s.Services != nil {
+	if s.Services != nil && !s.ServicesUnreported {
 		b = b.Watches(&k0rdentv1beta1.ServiceSet{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {
 				ss, ok := o.(*k0rdentv1beta1.ServiceSet)
