@@ -116,10 +116,21 @@ func (r *ColonyReconciler) coloniesForConfigMap(ctx context.Context, o client.Ob
 	return out
 }
 
-// unsyncedColonies maps a change of a Flux Kustomization to the Colonies
-// whose last commit Flux has not been seen to apply.
+// unsyncedColonies maps a change of a Flux Kustomization to every Colony:
+// their cached Synced condition may not hold a commit made a moment ago,
+// so it cannot pick the ones that wait for Flux, and Colonies are few. A
+// Colony that Flux has synced reads its state from the cache and writes
+// nothing.
 func (r *ColonyReconciler) unsyncedColonies(ctx context.Context, _ client.Object) []reconcile.Request {
-	return unsyncedRequests(ctx, r.Client, &infrav1.ColonyList{})
+	list := &infrav1.ColonyList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil
+	}
+	out := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
 }
 
 // holderChanged passes an update that changes the object's shard claim.

@@ -6,11 +6,9 @@ import (
 	"fmt"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
@@ -122,27 +120,4 @@ func gitPending(obj conditions.Getter) (reason, message string, pending bool) {
 		}
 	}
 	return "", "", false
-}
-
-// unsyncedRequests lists the objects of list's kind whose Synced condition is
-// not True: those a change of a Flux Kustomization may concern.
-func unsyncedRequests(ctx context.Context, c client.Reader, list client.ObjectList) []reconcile.Request {
-	if err := c.List(ctx, list); err != nil {
-		return nil
-	}
-	items, err := apimeta.ExtractList(list)
-	if err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, item := range items {
-		obj, ok := item.(interface {
-			client.Object
-			conditions.Getter
-		})
-		if ok && !conditions.IsTrue(obj, commonv1.SyncedCondition) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		}
-	}
-	return out
 }

@@ -70,6 +70,7 @@ func (r *WorkspaceDeploymentReconciler) admit(ctx context.Context, w *workspaceR
 			conditions.MarkUnknown(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ChildUnreachableReason, "%s", err)
 			feasibilityUnknown(obj, err)
 			pending(obj, "waiting for access to the child cluster: %s", err)
+			w.waitFor(clusterTopic(waitChild, w.cdKey))
 			return stopWith(30 * time.Second), nil
 		}
 		nodes, err := cc.ListNodes(ctx)

@@ -31,6 +31,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
@@ -91,6 +92,8 @@ type WorkspaceDeploymentReconciler struct {
 	rendered renderCache
 	ports    *access.Ledger
 	sweeper  *routeSweeper
+	// waits holds what each workspace waits for (workspace_waits.go).
+	waits *wake.Waits
 	// written holds the workspaces as this manager last wrote them, until
 	// the cache has those writes.
 	written *ownwrites.Memory[*workspacesv1.WorkspaceDeployment]
@@ -107,6 +110,15 @@ type WorkspaceDeploymentReconcilerOptions struct {
 
 // Reconcile is the entry point of a WorkspaceDeployment's reconciliation.
 func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	// The token comes before any read: what the reconcile waits for is
+	// registered when it ends, and a change of it in between runs it again.
+	w := &workspaceRun{}
+	tok := r.waits.Begin()
+	defer func() {
+		if r.waits.Settle(tok, req.NamespacedName, w.waits...) && retErr == nil {
+			result.RequeueAfter = sooner(result.RequeueAfter, missedWakeRetry)
+		}
+	}()
 	obj := &workspacesv1.WorkspaceDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, ignoreGone(metrics.KindWorkspaceDeployment, req, err)
@@ -120,6 +132,9 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 		return ctrl.Result{}, err
 	}
 	if !ticket.Acting() {
+		if ticket.Action == shard.Wait {
+			w.waitFor(wake.Topic{Kind: waitShard})
+		}
 		return r.notActing(ctx, obj, ticket)
 	}
 	defer ticket.Done()
@@ -148,8 +163,9 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	}()
 
 	// Deletion comes before suspension: a suspended workspace can be deleted.
+	w.obj = obj
 	if !obj.DeletionTimestamp.IsZero() {
-		return r.reconcileDelete(ctx, obj)
+		return r.reconcileDelete(ctx, w)
 	}
 	if err := ensureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceDeploymentFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -164,16 +180,17 @@ func (r *WorkspaceDeploymentReconciler) Reconcile(ctx context.Context, req ctrl.
 	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
 		obj.Status.LastHandledReconcileAt = v
 	}
-	return r.reconcile(ctx, obj, sp)
+	return r.reconcile(ctx, w, sp)
 }
 
 // reconcile runs the workspace's steps in order; each either lets the next
 // run or ends the reconciliation with a phase that says why.
-func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, sp *objectPatcher) (ctrl.Result, error) {
-	w := &workspaceRun{obj: obj, persist: func(ctx context.Context) error {
+func (r *WorkspaceDeploymentReconciler) reconcile(ctx context.Context, w *workspaceRun, sp *objectPatcher) (ctrl.Result, error) {
+	obj := w.obj
+	w.persist = func(ctx context.Context) error {
 		summarizeWorkspace(obj, nil)
 		return patchStatus(ctx, sp, obj, false)
-	}}
+	}
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
 		r.resolveClass,
 		r.resolveCluster,
@@ -201,6 +218,10 @@ func sooner(a, b time.Duration) time.Duration {
 	return a
 }
 
+// missedWakeRetry is how soon a reconcile runs again when something it
+// waits for changed while it ran.
+const missedWakeRetry = 10 * time.Millisecond
+
 // workspaceRun carries what the steps of one reconciliation found.
 type workspaceRun struct {
 	obj      *workspacesv1.WorkspaceDeployment
@@ -215,6 +236,9 @@ type workspaceRun struct {
 	// retry asks for another reconciliation after it, for work a step
 	// could not finish without holding the others up.
 	retry time.Duration
+	// waits are what the workspace waits for when the reconciliation ends
+	// (workspace_waits.go).
+	waits []wake.Topic
 }
 
 // stepResult ends the reconciliation when stop is set.
@@ -235,7 +259,8 @@ func stopWith(requeueAfter time.Duration) stepResult {
 // child, then the finalizer. Prerequisites stay: other workspaces may use
 // them (with --prerequisite-grace-period, the prerequisite controller
 // removes those left unused).
-func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (ctrl.Result, error) {
+func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl.Result, error) {
+	obj := w.obj
 	if !controllerutil.ContainsFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer) {
 		return ctrl.Result{}, nil
 	}
@@ -250,7 +275,7 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's routes: %w", err)
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return r.awaitRemoval(w), nil
 	}
 	if regional.Name != "" {
 		r.sweeper.trigger(regional)
@@ -268,7 +293,7 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's ServiceSet: %w", err)
 	}
 	if !done {
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
+		return r.awaitRemoval(w), nil
 	}
 	if err := r.releaseQuotas(ctx, obj); err != nil {
 		return ctrl.Result{}, err
@@ -278,6 +303,7 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	r.rendered.forget(client.ObjectKeyFromObject(obj))
 	r.enrolled.Delete(obj.UID)
 	r.written.Forget(obj.UID)
+	r.waits.Forget(client.ObjectKeyFromObject(obj))
 	if r.Children != nil {
 		r.Children.Release(cdKey, workspaceWatchOwner(obj))
 		r.Children.ReleaseElsewhere(routesWatchOwner(obj))
@@ -288,6 +314,14 @@ func (r *WorkspaceDeploymentReconciler) reconcileDelete(ctx context.Context, obj
 	}
 	controllerutil.RemoveFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer)
 	return ctrl.Result{}, nil
+}
+
+// awaitRemoval waits for what the sink removes: in Git mode, Flux pruning
+// the commit wakes the workspace (waitSync); the requeue is the safety net,
+// and the only wake-up of a direct deletion that waits for a finalizer.
+func (r *WorkspaceDeploymentReconciler) awaitRemoval(w *workspaceRun) ctrl.Result {
+	w.waitFor(wake.Topic{Kind: waitSync})
+	return ctrl.Result{RequeueAfter: 5 * time.Second}
 }
 
 // notify records an event when the workspace's phase changed.

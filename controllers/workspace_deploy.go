@@ -22,6 +22,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/naming"
+	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -105,13 +106,14 @@ func (r *WorkspaceDeploymentReconciler) deploy(ctx context.Context, w *workspace
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
 			"waiting for release %s (%s) to be deployed", releaseName(obj), shortDigest(desired.digest))
 	}
-	return r.awaitSync(ctx, obj, d, rev)
+	return r.awaitSync(ctx, w, d, rev)
 }
 
 // awaitSync holds a Git-delivered workspace in Deploying until Flux applied
 // the commit holding its objects; the sink's notices and the Kustomization
 // watch bring it back, so nothing polls.
-func (r *WorkspaceDeploymentReconciler) awaitSync(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
+func (r *WorkspaceDeploymentReconciler) awaitSync(ctx context.Context, w *workspaceRun, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
+	obj := w.obj
 	g := asGit(r.Sink)
 	if g == nil {
 		return proceed, nil
@@ -122,6 +124,7 @@ func (r *WorkspaceDeploymentReconciler) awaitSync(ctx context.Context, obj *work
 	if reason, msg, pending := gitPending(obj); pending {
 		obj.Status.Phase = workspacesv1.PhaseDeploying
 		obj.Status.Message = fmt.Sprintf("%s: %s", reason, msg)
+		w.waitFor(wake.Topic{Kind: waitSync})
 		return stopWith(0), nil
 	}
 	return proceed, nil
@@ -227,6 +230,7 @@ func (r *WorkspaceDeploymentReconciler) ensureChildNamespace(ctx context.Context
 	}
 	c, err := r.Children.Client(ctx, w.cdKey)
 	if err != nil {
+		w.waitFor(clusterTopic(waitChild, w.cdKey))
 		return later(30*time.Second, "waiting for access to the child cluster: %s", err)
 	}
 	want := r.childNamespaceLabels(w)

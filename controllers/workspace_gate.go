@@ -222,6 +222,7 @@ func (r *WorkspaceDeploymentReconciler) gpuVerdict(ctx context.Context, w *works
 	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
 	waiting(w, msg)
+	w.waitFor(clusterTopic(waitCapacity, w.cdKey))
 	return stopWith(jitter(waitingResync))
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/predicates"
@@ -28,6 +29,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/priority"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -49,6 +51,7 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	r.gate = newGPUGate()
 	r.installs = &prerequisite.Writes{}
 	r.written = ownwrites.New[*workspacesv1.WorkspaceDeployment](0)
+	r.waits = wake.New()
 	if r.Policy == "" {
 		r.Policy = admission.StrictFIFO
 	}
@@ -97,38 +100,29 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 		// on: it overtakes the creation work in the queue.
 		Watches(&k0rdentv1beta1.ServiceSet{}, priority.MapOnUpdate(r.workspacesOfServiceSet, releaseSettled, priority.Outcome)).
 		Watches(&k0rdentv1beta1.ServiceSet{}, r.forgetDeletedPrerequisites()).
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("Secret"))).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfSecret)).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
-		// A workspace that goes or fails may free GPUs for those waiting.
-		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.waitingSiblings)),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				GenericFunc: func(event.GenericEvent) bool { return false },
-				DeleteFunc:  func(event.DeleteEvent) bool { return true },
-				UpdateFunc: func(e event.UpdateEvent) bool {
-					o, n := e.ObjectOld.(*workspacesv1.WorkspaceDeployment), e.ObjectNew.(*workspacesv1.WorkspaceDeployment)
-					return o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero()
-				},
-			})).
-		// A workspace that goes frees pool ports; a regional cluster that
-		// changes may complete the routing infrastructure.
-		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.poolWaiters),
-			builder.WithPredicates(predicate.Funcs{
-				CreateFunc:  func(event.CreateEvent) bool { return false },
-				UpdateFunc:  func(event.UpdateEvent) bool { return false },
-				GenericFunc: func(event.GenericEvent) bool { return false },
-				DeleteFunc:  func(event.DeleteEvent) bool { return true },
-			})).
-		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.routedViaRegional)).
+		// A workspace that changes phase or goes may free GPUs, quota room
+		// and pool ports for those waiting.
+		Watches(&workspacesv1.WorkspaceDeployment{}, handler.Funcs{
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.siblingChanged(e.ObjectOld, e.ObjectNew))
+			},
+			DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.siblingGone(e.Object))
+			},
+		}).
+		// A regional cluster that changes may complete the routing infrastructure.
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.routedViaRegional), regionalChanged()).
 		// A quota that gives room, or a namespace that changes tenant, may
 		// let the workspaces waiting for a quota in.
-		Watches(&quotav1alpha1.TenantQuota{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.quotaWaiters)),
+		Watches(&quotav1alpha1.TenantQuota{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
 			builder.WithPredicates(predicate.Funcs{
 				UpdateFunc: func(e event.UpdateEvent) bool {
 					return quota.RoomGrew(e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota))
 				},
 			})).
-		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.quotaWaitersIn)),
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
@@ -160,11 +154,11 @@ func (r *WorkspaceDeploymentReconciler) SetupWithManager(mgr ctrl.Manager, opts 
 	return nil
 }
 
-// unsyncedWorkspaces maps a change of a Flux Kustomization to the workspaces
-// whose last commit Flux has not been seen to apply, and to those whose
-// routes wait for Flux.
-func (r *WorkspaceDeploymentReconciler) unsyncedWorkspaces(ctx context.Context, o client.Object) []reconcile.Request {
-	return append(unsyncedRequests(ctx, r.Client, &workspacesv1.WorkspaceDeploymentList{}), r.routesAwaitingFlux(ctx, o)...)
+// unsyncedWorkspaces maps a change of a Flux Kustomization to the
+// workspaces that wait for Flux to apply or prune their commit (waitSync):
+// their objects, their routes, or a deletion.
+func (r *WorkspaceDeploymentReconciler) unsyncedWorkspaces(context.Context, client.Object) []reconcile.Request {
+	return r.wake(wake.Topic{Kind: waitSync})
 }
 
 func requests(list []workspacesv1.WorkspaceDeployment, keep func(*workspacesv1.WorkspaceDeployment) bool) []reconcile.Request {
@@ -196,22 +190,25 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfCluster(ctx context.Context,
 // workspacesOfServiceSet maps a workspace's ServiceSet to it, by its
 // workspace labels or, without them, by its ownerReferences
 // (workspacesReferencedBy), and a shared prerequisite ServiceSet to the
-// workspaces of its cluster that wait for it.
+// workspaces of its cluster that wait for it (waitPrerequisites).
 func (r *WorkspaceDeploymentReconciler) workspacesOfServiceSet(ctx context.Context, o client.Object) []reconcile.Request {
 	labels := o.GetLabels()
+	ss, ok := o.(*k0rdentv1beta1.ServiceSet)
+	if !ok {
+		return nil
+	}
+	prerequisites := clusterTopic(waitPrerequisites, types.NamespacedName{Namespace: ss.Namespace, Name: ss.Spec.Cluster})
 	if labels[plan.RoleLabel] == plan.RolePrerequisite {
-		ss, ok := o.(*k0rdentv1beta1.ServiceSet)
-		if !ok {
-			return nil
-		}
-		key := client.ObjectKey{Namespace: ss.Namespace, Name: ss.Spec.Cluster}.String()
-		return requests(r.listBy(ctx, workspaceClusterIndex, key), func(w *workspacesv1.WorkspaceDeployment) bool {
-			return w.Status.Phase == workspacesv1.PhaseInstallingPrerequisites || w.Status.Phase == workspacesv1.PhasePending
-		})
+		return r.wake(prerequisites)
 	}
 	name, ns := labels[WorkspaceLabel], labels[WorkspaceOwnerNamespaceLabel]
 	if name == "" || ns == "" {
-		return r.workspacesReferencedBy(ctx, o)
+		// The exalsius operator's prerequisite ServiceSets carry no role
+		// label: one that is no workspace's may be one of them.
+		if out := r.workspacesReferencedBy(ctx, o); len(out) > 0 {
+			return out
+		}
+		return r.wake(prerequisites)
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: name}}}
 }
@@ -286,36 +283,62 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfValues(kind string) handler.
 	}
 }
 
-// waitingSiblings maps a workspace to the workspaces of its cluster that wait for GPUs.
-func (r *WorkspaceDeploymentReconciler) waitingSiblings(ctx context.Context, o client.Object) []reconcile.Request {
+// siblingChanged maps a workspace's update to the topics it may end: one
+// that changes phase or is being deleted may free GPUs of its cluster, and
+// one whose quota reservation changes moves the queues of quotas.
+func (r *WorkspaceDeploymentReconciler) siblingChanged(old, updated client.Object) []reconcile.Request {
+	o, okOld := old.(*workspacesv1.WorkspaceDeployment)
+	n, okNew := updated.(*workspacesv1.WorkspaceDeployment)
+	if !okOld || !okNew {
+		return nil
+	}
+	var topics []wake.Topic
+	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() {
+		topics = append(topics, clusterTopic(waitCapacity, clusterKey(n)))
+	}
+	before, after := conditions.Get(o, workspacesv1.QuotaReservedCondition), conditions.Get(n, workspacesv1.QuotaReservedCondition)
+	if (before == nil) != (after == nil) || before != nil && before.Status != after.Status {
+		topics = append(topics, wake.Topic{Kind: waitQuota})
+	}
+	return r.wake(topics...)
+}
+
+// siblingGone maps a workspace's deletion to what it frees: GPUs of its
+// cluster, room in quotas, ports of a regional pool.
+func (r *WorkspaceDeploymentReconciler) siblingGone(o client.Object) []reconcile.Request {
 	w, ok := o.(*workspacesv1.WorkspaceDeployment)
 	if !ok {
 		return nil
 	}
-	return requests(r.listBy(ctx, workspaceClusterIndex, clusterKey(w).String()), func(s *workspacesv1.WorkspaceDeployment) bool {
-		return s.UID != w.UID && s.Status.Phase == workspacesv1.PhaseWaiting
-	})
+	return r.wake(clusterTopic(waitCapacity, clusterKey(w)), wake.Topic{Kind: waitQuota}, wake.Topic{Kind: waitPorts})
 }
 
-// quotaWaiters maps a quota's change to the workspaces that wait for room
-// in a quota.
-func (r *WorkspaceDeploymentReconciler) quotaWaiters(ctx context.Context, _ client.Object) []reconcile.Request {
-	return requests(r.listBy(ctx, workspaceQuotaWaitIndex, "true"), nil)
+// quotaWaiters maps a quota's change, or a namespace's label change (which
+// quotas select it), to the workspaces that wait for room in a quota.
+func (r *WorkspaceDeploymentReconciler) quotaWaiters(context.Context, client.Object) []reconcile.Request {
+	return r.wake(wake.Topic{Kind: waitQuota})
 }
 
-// quotaWaitersIn maps a namespace's label change to its workspaces that
-// wait, for a quota or for GPUs: which quotas select them may have changed.
-func (r *WorkspaceDeploymentReconciler) quotaWaitersIn(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return nil
+// waitingOnCluster maps a change of a child cluster's nodes or pods to the
+// workspaces that wait for its GPUs.
+func (r *WorkspaceDeploymentReconciler) waitingOnCluster(_ context.Context, o client.Object) []reconcile.Request {
+	return r.wake(clusterTopic(waitCapacity, client.ObjectKeyFromObject(o)))
+}
+
+// workspacesOfSecret maps a Secret to the workspaces that take values from
+// it and, for a kubeconfig Secret <cd>-kubeconfig, to those that wait to
+// reach that cluster.
+func (r *WorkspaceDeploymentReconciler) workspacesOfSecret(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.workspacesOfValues("Secret")(ctx, o)
+	if cd, ok := strings.CutSuffix(o.GetName(), k0rdentv1beta1.KubeconfigSecretSuffix); ok && cd != "" {
+		out = append(out, r.wake(clusterTopic(waitChild, types.NamespacedName{Namespace: o.GetNamespace(), Name: cd}))...)
 	}
-	return requests(list.Items, func(w *workspacesv1.WorkspaceDeployment) bool { return w.Status.Phase == workspacesv1.PhaseWaiting })
+	return out
 }
 
-// waitingOnCluster maps a change in a child cluster to the workspaces that wait on it.
-func (r *WorkspaceDeploymentReconciler) waitingOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return requests(r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(o).String()), func(s *workspacesv1.WorkspaceDeployment) bool {
-		return s.Status.Phase == workspacesv1.PhaseWaiting || s.Status.Phase == workspacesv1.PhasePending
-	})
+// add enqueues requests.
+func add(q workqueue.TypedRateLimitingInterface[reconcile.Request], reqs []reconcile.Request) {
+	for _, req := range reqs {
+		q.Add(req)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/scheme"
+	"github.com/apiaryhq/apiary/internal/wake"
 )
 
 // TestWorkspacesOfServiceSet: a ServiceSet's events reach its workspace by
@@ -30,7 +31,7 @@ func TestWorkspacesOfServiceSet(t *testing.T) {
 			return []string{clusterKey(o.(*workspacesv1.WorkspaceDeployment)).String()}
 		}).
 		WithObjects(ws("fleet", "a", "uid-a"), ws("fleet", "b", "uid-b"), ws("team", "c", "uid-c")).Build()
-	r := &WorkspaceDeploymentReconciler{Client: c}
+	r := &WorkspaceDeploymentReconciler{Client: c, waits: wake.New()}
 	ref := func(kind string, uid types.UID) metav1.OwnerReference {
 		return metav1.OwnerReference{APIVersion: workspacesv1.GroupVersion.String(), Kind: kind, Name: "x", UID: uid}
 	}
@@ -51,4 +52,16 @@ func TestWorkspacesOfServiceSet(t *testing.T) {
 	g.Expect(r.workspacesOfServiceSet(ctx, ss(nil, ref("WorkspaceDeployment", "uid-gone")))).To(BeEmpty(), "no such workspace")
 	g.Expect(r.workspacesOfServiceSet(ctx, ss(nil, ref("Colony", "uid-a")))).To(BeEmpty(), "not a workspace's reference")
 	g.Expect(r.workspacesOfServiceSet(ctx, ss(nil))).To(BeEmpty())
+
+	// A prerequisite ServiceSet wakes the workspaces that wait for the
+	// prerequisites of its cluster, whatever their cached status says.
+	prereq := ss(map[string]string{"workspaces.exalsius.ai/role": "prerequisite"})
+	g.Expect(r.workspacesOfServiceSet(ctx, prereq)).To(BeEmpty(), "nobody waits")
+	r.waits.Settle(r.waits.Begin(), types.NamespacedName{Namespace: "fleet", Name: "a"},
+		clusterTopic(waitPrerequisites, types.NamespacedName{Namespace: "fleet", Name: "c1"}))
+	r.waits.Settle(r.waits.Begin(), types.NamespacedName{Namespace: "team", Name: "c"},
+		clusterTopic(waitPrerequisites, types.NamespacedName{Namespace: "fleet", Name: "c2"}))
+	g.Expect(r.workspacesOfServiceSet(ctx, prereq)).To(ConsistOf(req("fleet", "a")), "the waiter of c1's prerequisites")
+	g.Expect(r.workspacesOfServiceSet(ctx, ss(nil))).To(ConsistOf(req("fleet", "a")),
+		"a ServiceSet of no workspace may be an operator's prerequisite")
 }

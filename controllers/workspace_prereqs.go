@@ -92,6 +92,7 @@ func (r *WorkspaceDeploymentReconciler) reconcilePrerequisites(ctx context.Conte
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.InstallingPrerequisitesReason, "%s", msg)
 		obj.Status.Phase = workspacesv1.PhaseInstallingPrerequisites
 		obj.Status.Message = msg
+		w.waitFor(clusterTopic(waitPrerequisites, w.cdKey))
 		return stopWith(0), nil
 	}
 	conditions.MarkTrue(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.PrerequisitesMetReason,

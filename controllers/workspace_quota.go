@@ -18,6 +18,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -124,6 +125,7 @@ func (r *WorkspaceDeploymentReconciler) quotaWait(w *workspaceRun, reason, msg s
 	conditions.MarkFalse(w.obj, workspacesv1.QuotaReservedCondition, reason, "%s", msg)
 	conditions.Delete(w.obj, workspacesv1.GPUCapacityCondition)
 	waiting(w, msg)
+	w.waitFor(wake.Topic{Kind: waitQuota})
 	return stopWith(jitter(waitingResync))
 }
 

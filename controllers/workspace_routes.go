@@ -17,6 +17,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/wake"
 )
 
 // routeAccess publishes a Running workspace's access endpoints on the
@@ -46,6 +47,10 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 		conditions.Delete(obj, workspacesv1.RoutesReadyCondition)
 		return proceed, nil
 	}
+	// Routes follow their infrastructure, ready or not: the workspace's
+	// cluster (its waypoint, which regional cluster it has) and the
+	// regional cluster (its tenant Gateway).
+	w.waitFor(clusterTopic(waitRoutes, w.cdKey))
 	key, block := r.regionalCluster(ctx, w.cd)
 	if rs := obj.Status.Routes; rs != nil && rs.Cluster != "" && (block == nil && rs.Cluster != key.String() ||
 		block != nil && block.reason == workspacesv1.RoutingInfraNotReadyReason) {
@@ -58,6 +63,7 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 		return r.routesBlocked(obj, endpoints, block), nil
 	}
 	watching = append(watching, key)
+	w.waitFor(clusterTopic(waitRoutes, key))
 	v, block := r.regional(ctx, obj, key, endpoints)
 	if block != nil {
 		return r.routesBlocked(obj, endpoints, block), nil
@@ -88,6 +94,7 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 	}
 	if block == nil {
 		if wait := r.routesAwaitFlux(ctx, obj, v, digest); wait != "" {
+			w.waitFor(wake.Topic{Kind: waitSync})
 			return r.routesAwaiting(obj, routes, wait), nil
 		}
 	}
@@ -96,7 +103,11 @@ func (r *WorkspaceDeploymentReconciler) routeAccess(ctx context.Context, w *work
 		block = readBlock
 	}
 	obj.Status.Access = entries
-	if wait := markRoutes(obj, routes, entries, block); wait > 0 {
+	wait := markRoutes(obj, routes, entries, block)
+	if conditions.GetReason(obj, workspacesv1.RoutesReadyCondition) == workspacesv1.PortPoolExhaustedReason {
+		w.waitFor(wake.Topic{Kind: waitPorts})
+	}
+	if wait > 0 {
 		return stopWith(jitter(wait)), nil
 	}
 	return proceed, nil

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"strings"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,39 +128,16 @@ func (r *WorkspaceDeploymentReconciler) markServicesGlobal(ctx context.Context, 
 }
 
 // routedOnCluster maps a change of a cluster's Gateways (or of its
-// reachability) to the Running workspaces whose routes read them: those
-// routed through it as their regional cluster (recorded, or by the KOF
-// labels of their clusters, for those blocked before anything was
-// recorded), and, with waypoints, those on it as their child cluster.
-func (r *WorkspaceDeploymentReconciler) routedOnCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	key := client.ObjectKeyFromObject(o)
-	routed := func(w *workspacesv1.WorkspaceDeployment) bool {
-		return w.Status.Phase == workspacesv1.PhaseRunning && conditions.Has(w, workspacesv1.RoutesReadyCondition)
-	}
-	seen := map[types.NamespacedName]bool{}
-	var out []reconcile.Request
-	add := func(list []workspacesv1.WorkspaceDeployment) {
-		for _, req := range requests(list, routed) {
-			if !seen[req.NamespacedName] {
-				seen[req.NamespacedName] = true
-				out = append(out, req)
-			}
-		}
-	}
-	add(r.listBy(ctx, workspaceRegionalIndex, key.String()))
-	cd := &k0rdentv1beta1.ClusterDeployment{}
-	if err := r.Get(ctx, key, cd); err == nil {
-		add(r.workspacesOfChildren(ctx, cd))
-	}
-	if r.Mesh.UsesWaypoints() {
-		add(r.listBy(ctx, workspaceClusterIndex, key.String()))
-	}
-	return out
+// reachability) to the workspaces whose routes read them (waitRoutes): those
+// routed through it as their regional cluster, and, with waypoints, those
+// on it as their child cluster.
+func (r *WorkspaceDeploymentReconciler) routedOnCluster(_ context.Context, o client.Object) []reconcile.Request {
+	return r.wake(clusterTopic(waitRoutes, client.ObjectKeyFromObject(o)))
 }
 
-// workspacesOfChildren lists the workspaces of the child clusters of a
-// regional ClusterDeployment, as KOF links them.
-func (r *WorkspaceDeploymentReconciler) workspacesOfChildren(ctx context.Context, regional client.Object) []workspacesv1.WorkspaceDeployment {
+// childrenOf lists the child clusters of a regional ClusterDeployment, as
+// KOF links them.
+func (r *WorkspaceDeploymentReconciler) childrenOf(ctx context.Context, regional client.Object) []types.NamespacedName {
 	name := regional.GetLabels()[access.ClusterNameLabel]
 	if name == "" {
 		return nil
@@ -170,9 +146,9 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfChildren(ctx context.Context
 	if err := r.List(ctx, children, client.InNamespace(regional.GetNamespace()), client.MatchingLabels{access.RegionalClusterNameLabel: name}); err != nil {
 		return nil
 	}
-	var out []workspacesv1.WorkspaceDeployment
+	out := make([]types.NamespacedName, 0, len(children.Items))
 	for i := range children.Items {
-		out = append(out, r.listBy(ctx, workspaceClusterIndex, client.ObjectKeyFromObject(&children.Items[i]).String())...)
+		out = append(out, client.ObjectKeyFromObject(&children.Items[i]))
 	}
 	return out
 }

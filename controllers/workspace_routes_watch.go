@@ -3,16 +3,18 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"maps"
 
-	"github.com/fluxcd/pkg/runtime/conditions"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/internal/wake"
 )
 
 // setupRoutes prepares the routing step: the port ledger, the route sinks,
@@ -46,38 +48,27 @@ func (r *WorkspaceDeploymentReconciler) setupRoutes(mgr ctrl.Manager) error {
 	return nil
 }
 
-// poolWaiters maps the deletion of a workspace, which frees its pool ports,
-// to the workspaces whose TCP or SSH endpoints wait for a port.
-func (r *WorkspaceDeploymentReconciler) poolWaiters(ctx context.Context, o client.Object) []reconcile.Request {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	return requests(list.Items, func(w *workspacesv1.WorkspaceDeployment) bool {
-		return w.UID != o.GetUID() && conditions.GetReason(w, workspacesv1.RoutesReadyCondition) == workspacesv1.PortPoolExhaustedReason
-	})
-}
-
-// routedViaRegional maps a regional ClusterDeployment to the Running
-// workspaces of its child clusters whose routes are not ready, e.g. because
-// the regional cluster was missing; and, when it is being deleted or gone,
-// to the workspaces whose routes it holds, which then let them go.
+// routedViaRegional maps a regional ClusterDeployment that appears, goes or
+// changes its labels to the workspaces whose routes it holds and to those
+// of its child clusters (waitRoutes): which regional cluster a workspace's
+// routes go to may change.
 func (r *WorkspaceDeploymentReconciler) routedViaRegional(ctx context.Context, o client.Object) []reconcile.Request {
-	var out []reconcile.Request
-	if r.goingOrGone(ctx, o) {
-		out = requests(r.listBy(ctx, workspaceRegionalIndex, client.ObjectKeyFromObject(o).String()), nil)
+	topics := []wake.Topic{clusterTopic(waitRoutes, client.ObjectKeyFromObject(o))}
+	for _, child := range r.childrenOf(ctx, o) {
+		topics = append(topics, clusterTopic(waitRoutes, child))
 	}
-	return append(out, requests(r.workspacesOfChildren(ctx, o), func(w *workspacesv1.WorkspaceDeployment) bool {
-		return w.Status.Phase == workspacesv1.PhaseRunning && !conditions.IsTrue(w, workspacesv1.RoutesReadyCondition)
-	})...)
+	return r.wake(topics...)
 }
 
-// goingOrGone reports whether a ClusterDeployment of an event is being
-// deleted or no longer in the cache.
-func (r *WorkspaceDeploymentReconciler) goingOrGone(ctx context.Context, o client.Object) bool {
-	if !o.GetDeletionTimestamp().IsZero() {
-		return true
-	}
-	err := r.Get(ctx, client.ObjectKeyFromObject(o), &k0rdentv1beta1.ClusterDeployment{})
-	return apierrors.IsNotFound(err)
+// regionalChanged passes the events of a ClusterDeployment that may change
+// which regional cluster routes go to: created, deleted, relabelled, or
+// being deleted.
+func regionalChanged() builder.Predicates {
+	return builder.WithPredicates(predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+				e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	})
 }

@@ -19,6 +19,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/wake"
 )
 
 // workspaceShardWaitIndex indexes the workspaces whose ShardAssigned
@@ -117,9 +118,9 @@ func (r *WorkspaceDeploymentReconciler) workspacesOfColony(ctx context.Context, 
 }
 
 // shardWaiters maps a shard's Lease to the workspaces that wait for a shard
-// to hand their cluster over: its holder may have stopped.
-func (r *WorkspaceDeploymentReconciler) shardWaiters(ctx context.Context, _ client.Object) []reconcile.Request {
-	return requests(r.listBy(ctx, workspaceShardWaitIndex, "true"), nil)
+// to hand their cluster over (waitShard): its holder may have stopped.
+func (r *WorkspaceDeploymentReconciler) shardWaiters(context.Context, client.Object) []reconcile.Request {
+	return r.wake(wake.Topic{Kind: waitShard})
 }
 
 // setupShardWatches adds the watches sharding needs: Colonies (claims,
