@@ -98,7 +98,7 @@ func TestDirectApply_UnchangedSetMakesNoRequests(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(reqs).To(BeEmpty(), "a steady-state Apply reads from the cache and writes nothing")
 	g.Expect(second.Changed).To(BeEmpty())
-	g.Expect(InventoryEqual(second.Inventory, first.Inventory)).To(BeTrue())
+	g.Expect(second.Inventory).To(Equal(first.Inventory))
 }
 
 func TestDirectApply_OnlyTheChangedObjectIsApplied(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/apiaryhq/apiary/internal/naming"
 )
 
 // Opened is closed once the sink's clone is open.
@@ -31,7 +33,7 @@ func (g *Git) Owners(kind string) []Owner {
 	seen := map[ownerKey]bool{}
 	var out []Owner
 	for _, data := range g.files() {
-		if o, ok := fileOwner(data); ok && o.Kind == LabelValue(kind) && !seen[keyOf(o)] {
+		if o, ok := fileOwner(data); ok && o.Kind == naming.LabelValue(kind) && !seen[keyOf(o)] {
 			seen[keyOf(o)] = true
 			out = append(out, o)
 		}

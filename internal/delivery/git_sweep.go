@@ -1,5 +1,7 @@
 package delivery
 
+import "github.com/apiaryhq/apiary/internal/naming"
+
 // Sweep queues the removal of every file in the sink's path whose owner is
 // of kind and, by alive, no longer exists, e.g. a workspace deleted while
 // Apiary was not running; Flux then prunes its objects. alive is asked once
@@ -20,7 +22,7 @@ func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 	var orphans []string
 	for path, data := range files {
 		o, ok := fileOwner(data)
-		if !ok || o.Kind != LabelValue(kind) {
+		if !ok || o.Kind != naming.LabelValue(kind) {
 			continue
 		}
 		k := keyOf(o)

@@ -100,25 +100,26 @@ func Diff(prev, next *commonv1.ResourceInventory) []commonv1.ResourceRef {
 	return stale
 }
 
-// InventoryEqual reports whether two inventories hold the same entries in
-// the same order; nil and empty inventories are equal.
-func InventoryEqual(a, b *commonv1.ResourceInventory) bool {
-	var ae, be []commonv1.ResourceRef
-	if a != nil {
-		ae = a.Entries
-	}
-	if b != nil {
-		be = b.Entries
-	}
-	if len(ae) != len(be) {
-		return false
-	}
-	for i := range ae {
-		if ae[i] != be[i] {
-			return false
+// UnionInventory returns the entries of a and b, sorted by ID; an entry
+// of both is taken from a.
+func UnionInventory(a, b *commonv1.ResourceInventory) *commonv1.ResourceInventory {
+	seen := map[string]commonv1.ResourceRef{}
+	for _, inv := range []*commonv1.ResourceInventory{a, b} {
+		if inv == nil {
+			continue
+		}
+		for _, e := range inv.Entries {
+			if _, ok := seen[e.ID]; !ok {
+				seen[e.ID] = e
+			}
 		}
 	}
-	return true
+	out := &commonv1.ResourceInventory{Entries: make([]commonv1.ResourceRef, 0, len(seen))}
+	for _, e := range seen {
+		out.Entries = append(out.Entries, e)
+	}
+	sortEntries(out.Entries)
+	return out
 }
 
 func sortEntries(e []commonv1.ResourceRef) {

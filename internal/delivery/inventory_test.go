@@ -6,7 +6,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 )
@@ -144,46 +143,14 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestInventoryEqual(t *testing.T) {
+func TestUnionInventory(t *testing.T) {
 	g := NewWithT(t)
-	a := &commonv1.ResourceInventory{Entries: []commonv1.ResourceRef{{ID: "a_b__K", Version: "v1"}}}
-	g.Expect(InventoryEqual(nil, &commonv1.ResourceInventory{})).To(BeTrue())
-	g.Expect(InventoryEqual(a, a.DeepCopy())).To(BeTrue())
-	g.Expect(InventoryEqual(a, nil)).To(BeFalse())
-	b := a.DeepCopy()
-	b.Entries[0].Version = "v2"
-	g.Expect(InventoryEqual(a, b)).To(BeFalse())
-}
-
-func TestLabelValue(t *testing.T) {
-	long := strings.Repeat("colony-", 20)
-	tests := []struct {
-		in       string
-		verbatim bool
-	}{
-		{in: "", verbatim: true},
-		{in: "Colony", verbatim: true},
-		{in: "gpu-pool.eu-1", verbatim: true},
-		{in: strings.Repeat("a", 63), verbatim: true},
-		{in: strings.Repeat("a", 64)},
-		{in: long},
-		{in: "-starts-with-dash"},
-		{in: "has space/and:colon"},
-		{in: "----"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			g := NewWithT(t)
-			got := LabelValue(tt.in)
-			g.Expect(validation.IsValidLabelValue(got)).To(BeEmpty(), "%q", got)
-			if tt.verbatim {
-				g.Expect(got).To(Equal(tt.in))
-				return
-			}
-			g.Expect(got).NotTo(Equal(tt.in))
-			g.Expect(LabelValue(tt.in+"x")).NotTo(Equal(got), "different inputs give different values")
-		})
-	}
+	ref := func(id, v string) commonv1.ResourceRef { return commonv1.ResourceRef{ID: id, Version: v} }
+	a := &commonv1.ResourceInventory{Entries: []commonv1.ResourceRef{ref("ns_b_g_K", "v1"), ref("ns_a_g_K", "v1")}}
+	b := &commonv1.ResourceInventory{Entries: []commonv1.ResourceRef{ref("ns_a_g_K", "v2"), ref("ns_c_g_K", "v1")}}
+	g.Expect(UnionInventory(a, b).Entries).To(Equal([]commonv1.ResourceRef{ref("ns_a_g_K", "v1"), ref("ns_b_g_K", "v1"), ref("ns_c_g_K", "v1")}))
+	g.Expect(UnionInventory(nil, nil).Entries).To(BeEmpty())
+	g.Expect(UnionInventory(nil, b).Entries).To(Equal([]commonv1.ResourceRef{ref("ns_a_g_K", "v2"), ref("ns_c_g_K", "v1")}))
 }
 
 func TestOwnerLabels(t *testing.T) {

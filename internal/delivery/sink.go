@@ -9,17 +9,14 @@ package delivery
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/naming"
 )
 
 // Delivery modes, as reported in DeliveryStatus.Mode.
@@ -106,9 +103,9 @@ func (o Owner) Validate() error {
 // owner. They also select the owner's objects in a label selector.
 func (o Owner) OwnerLabels() map[string]string {
 	return map[string]string{
-		LabelOwnerKind:      LabelValue(o.Kind),
-		LabelOwnerNamespace: LabelValue(o.Namespace),
-		LabelOwnerName:      LabelValue(o.Name),
+		LabelOwnerKind:      naming.LabelValue(o.Kind),
+		LabelOwnerNamespace: naming.LabelValue(o.Namespace),
+		LabelOwnerName:      naming.LabelValue(o.Name),
 	}
 }
 
@@ -133,37 +130,6 @@ func (o Owner) heldByOther(labels map[string]string) string {
 	}
 	return Owner{Kind: kind, Namespace: labels[LabelOwnerNamespace], Name: name}.String()
 }
-
-// LabelValue returns s when it is a valid label value, and otherwise a
-// label-safe value of at most 63 characters made of a readable prefix of s
-// and a hash of the whole of s.
-func LabelValue(s string) string {
-	if len(validation.IsValidLabelValue(s)) == 0 {
-		return s
-	}
-	sum := sha256.Sum256([]byte(s))
-	suffix := hex.EncodeToString(sum[:])[:10]
-	prefix := []byte(s)
-	for i, c := range prefix {
-		if !isLabelChar(c) {
-			prefix[i] = '-'
-		}
-	}
-	if len(prefix) > validation.LabelValueMaxLength-len(suffix)-1 {
-		prefix = prefix[:validation.LabelValueMaxLength-len(suffix)-1]
-	}
-	p := strings.TrimFunc(string(prefix), func(r rune) bool { return !isAlnum(byte(r)) })
-	if p == "" {
-		return suffix
-	}
-	return p + "-" + suffix
-}
-
-func isAlnum(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
-}
-
-func isLabelChar(c byte) bool { return isAlnum(c) || c == '-' || c == '_' || c == '.' }
 
 // Result is what a sink did in one Apply.
 type Result struct {

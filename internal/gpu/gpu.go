@@ -7,6 +7,7 @@
 package gpu
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,16 +85,21 @@ func (o Options) productLabels(vendor string) []string {
 	return o.ProductLabels[vendor]
 }
 
-// ResourceForVendor returns the extended resource of a vendor, compared
-// case-insensitively ("nvidia" → nvidia.com/gpu, "AMD" → amd.com/gpu), or ""
-// for an unknown vendor.
-func ResourceForVendor(v string) string {
+// ResourceFor returns the extended resource of a GPU vendor, compared
+// case-insensitively: nvidia.com/gpu for NVIDIA and for no vendor (a bare
+// gpuCount asks for NVIDIA GPUs), amd.com/gpu for AMD. Any other vendor is
+// an error, never a guess.
+func ResourceFor(vendor string) (string, error) {
+	v := strings.TrimSpace(vendor)
+	if v == "" {
+		return ResourceNVIDIA, nil
+	}
 	for _, r := range gpuResources {
-		if strings.EqualFold(strings.TrimSpace(v), r.vendor) {
-			return r.resource
+		if strings.EqualFold(v, r.vendor) {
+			return r.resource, nil
 		}
 	}
-	return ""
+	return "", fmt.Errorf("unknown GPU vendor %q: Apiary knows %s and %s", vendor, VendorNVIDIA, VendorAMD)
 }
 
 // Schedulable reports whether a node accepts new pods: it is not cordoned,

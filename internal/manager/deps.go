@@ -10,16 +10,15 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
-	"github.com/apiaryhq/apiary/controllers"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/shard"
@@ -34,7 +33,7 @@ type deps struct {
 	// shards decides which shard acts on which unit; nil without sharding.
 	shards *shard.Gate
 	// routes delivers workspaces' routes to regional clusters.
-	routes controllers.RouteSinks
+	routes routesink.Sinks
 	// secrets wakes the Git sinks when their credentials or signing key
 	// Secrets change.
 	secrets *gitauth.Watcher
@@ -57,7 +56,7 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	if opts.Git == nil {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme(),
 			AdoptFrom: opts.AdoptFieldManagers})
-		d.routes = controllers.NewDirectRouteSinks(children)
+		d.routes = routesink.NewDirect(children)
 	} else {
 		if err := d.watchSecrets(mgr); err != nil {
 			return nil, err
@@ -123,15 +122,6 @@ func tenantGitOptions(base GitOptions, t delivery.Tenant) GitOptions {
 		o.CheckoutDir = filepath.Join(o.CheckoutDir, "tenants", t.Namespace, t.GitRepository+"-"+hex.EncodeToString(sum[:4]))
 	}
 	return o
-}
-
-// requires adds the Flux Kustomization kind to a controller's required kinds
-// in Git mode, where the controllers watch it.
-func (d *deps) requires(kinds ...schema.GroupVersionKind) []schema.GroupVersionKind {
-	if d.git {
-		kinds = append(kinds, delivery.KustomizationGVK)
-	}
-	return kinds
 }
 
 // settings are the operator settings bundles see as .Input.operator.

@@ -130,7 +130,7 @@ var DefaultConcurrency = Concurrency{Colony: 4, WorkspaceClass: 2, WorkspaceDepl
 type controllerSetup struct {
 	name     string
 	requires []schema.GroupVersionKind
-	setup    func(mgr ctrl.Manager, opts Options) error
+	setup    func(mgr ctrl.Manager) error
 }
 
 // Run starts the manager and blocks until ctx ends or the manager fails.
@@ -201,7 +201,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	}
 	setups := opts.controllers
 	if setups == nil {
-		setups = d.controllers()
+		if setups, err = d.controllers(mgr, opts); err != nil {
+			return nil, nil, fmt.Errorf("setting up the controllers: %w", err)
+		}
 	}
 	var gates []*preflight.Gate
 	for _, c := range setups {
@@ -209,7 +211,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 			Name:      c.name,
 			Discovery: dc,
 			Required:  c.requires,
-			Setup:     func() error { return c.setup(mgr, opts) },
+			Setup:     func() error { return c.setup(mgr) },
 			Interval:  opts.CRDCheckInterval,
 			Log:       opts.Logger.WithName("preflight"),
 		}

@@ -65,8 +65,8 @@ func TestManagerWaitsForK0rdentCRDs(t *testing.T) {
 		Logger:                 zap.New(zap.WriteTo(io.Discard)),
 		controllers: []controllerSetup{{
 			name:     "probe",
-			requires: []schema.GroupVersionKind{clusterDeploymentKind},
-			setup: func(mgr ctrl.Manager, _ Options) error {
+			requires: []schema.GroupVersionKind{k0rdentv1beta1.GroupVersion.WithKind("ClusterDeployment")},
+			setup: func(mgr ctrl.Manager) error {
 				return ctrl.NewControllerManagedBy(mgr).
 					Named("probe").
 					For(&k0rdentv1beta1.ClusterDeployment{}).

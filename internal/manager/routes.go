@@ -12,9 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/apiaryhq/apiary/controllers"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 )
 
 // routesPath is the folder of the workspaces' routes, checked not to
@@ -34,13 +34,13 @@ func routesPath(o GitOptions) (string, error) {
 // with its credentials and commit settings, reading and mapping the
 // regional cluster through its current client; and the Flux Kustomizations
 // that apply them, committed through main.
-func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions, main *delivery.Git, settings map[string]any) (*controllers.GitRouteSinks, error) {
+func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions, main *delivery.Git, settings map[string]any) (*routesink.Git, error) {
 	folder, err := routesPath(o)
 	if err != nil {
 		return nil, err
 	}
-	s := &controllers.GitRouteSinks{Main: main, Reader: mgr.GetClient(), Bundles: d.bundles, Path: folder, Settings: settings,
-		Alive: controllers.WorkspaceExists(mgr.GetClient())}
+	s := &routesink.Git{Main: main, Reader: mgr.GetClient(), Bundles: d.bundles, Path: folder, Settings: settings,
+		Alive: routesink.WorkspaceExists(mgr.GetClient())}
 	s.Source, s.SourceErr = fluxSource(ctx, mgr, o)
 	s.NewSink = func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error) {
 		ro := o

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -46,15 +47,36 @@ func KubeconfigsSecretName(colony string) string {
 	return BoundedTo(colony+"-kubeconfigs", validation.DNS1123SubdomainMaxLength)
 }
 
-// LabelValue returns v when it is a valid label value, else "hash-" and 16 hex
-// characters of its SHA-256.
-func LabelValue(v string) string {
-	if len(validation.IsValidLabelValue(v)) == 0 {
-		return v
+// LabelValue returns s when it is a valid label value, and otherwise a
+// label-safe value of at most 63 characters made of a readable prefix of s
+// and a hash of the whole of s.
+func LabelValue(s string) string {
+	if len(validation.IsValidLabelValue(s)) == 0 {
+		return s
 	}
-	sum := sha256.Sum256([]byte(v))
-	return "hash-" + hex.EncodeToString(sum[:])[:16]
+	sum := sha256.Sum256([]byte(s))
+	suffix := hex.EncodeToString(sum[:])[:10]
+	prefix := []byte(s)
+	for i, c := range prefix {
+		if !isLabelChar(c) {
+			prefix[i] = '-'
+		}
+	}
+	if len(prefix) > validation.LabelValueMaxLength-len(suffix)-1 {
+		prefix = prefix[:validation.LabelValueMaxLength-len(suffix)-1]
+	}
+	p := strings.TrimFunc(string(prefix), func(r rune) bool { return !isAlnum(byte(r)) })
+	if p == "" {
+		return suffix
+	}
+	return p + "-" + suffix
 }
+
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
+
+func isLabelChar(c byte) bool { return isAlnum(c) || c == '-' || c == '_' || c == '.' }
 
 // IsDNSLabel reports whether s is a DNS-1123 label.
 func IsDNSLabel(s string) bool { return len(validation.IsDNS1123Label(s)) == 0 }
@@ -78,4 +100,14 @@ func WaypointName(cd string) string {
 	sum := sha256.Sum256([]byte(cd))
 	keep := MaxNameLength - 1 - hashLength - len(waypointSuffix)
 	return cd[:keep] + "-" + hex.EncodeToString(sum[:])[:hashLength] + waypointSuffix
+}
+
+// ParseKey parses the "<namespace>/<name>" of a namespaced object, as
+// Apiary records it in status; both parts are required.
+func ParseKey(s string) (types.NamespacedName, bool) {
+	ns, name, ok := strings.Cut(s, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return types.NamespacedName{}, false
+	}
+	return types.NamespacedName{Namespace: ns, Name: name}, true
 }

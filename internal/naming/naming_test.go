@@ -39,11 +39,35 @@ func TestBounded(t *testing.T) {
 }
 
 func TestLabelValue(t *testing.T) {
-	g := NewWithT(t)
-	g.Expect(LabelValue("child-1")).To(Equal("child-1"))
-	bad := LabelValue("nvidia.com/gpu")
-	g.Expect(bad).To(MatchRegexp(`^hash-[0-9a-f]{16}$`))
-	g.Expect(validation.IsValidLabelValue(bad)).To(BeEmpty())
+	long := strings.Repeat("colony-", 20)
+	tests := []struct {
+		in       string
+		verbatim bool
+	}{
+		{in: "", verbatim: true},
+		{in: "Colony", verbatim: true},
+		{in: "gpu-pool.eu-1", verbatim: true},
+		{in: strings.Repeat("a", 63), verbatim: true},
+		{in: strings.Repeat("a", 64)},
+		{in: long},
+		{in: "-starts-with-dash"},
+		{in: "has space/and:colon"},
+		{in: "----"},
+		{in: "nvidia.com/gpu"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			g := NewWithT(t)
+			got := LabelValue(tt.in)
+			g.Expect(validation.IsValidLabelValue(got)).To(BeEmpty(), "%q", got)
+			if tt.verbatim {
+				g.Expect(got).To(Equal(tt.in))
+				return
+			}
+			g.Expect(got).NotTo(Equal(tt.in))
+			g.Expect(LabelValue(tt.in+"x")).NotTo(Equal(got), "different inputs give different values")
+		})
+	}
 }
 
 func FuzzBounded(f *testing.F) {

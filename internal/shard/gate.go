@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -382,4 +383,13 @@ func LeaseLeft(l *coordinationv1.Lease, now time.Time) time.Duration {
 	}
 	left := renewed.Add(time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second).Sub(now)
 	return max(left, 0)
+}
+
+// LeaseEvents passes the events of the shards' Leases, for the watches of
+// controllers that wait for a shard.
+func (g *Gate) LeaseEvents() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		_, ok := LeaseIndex(o.GetName())
+		return ok && o.GetNamespace() == g.LeaseNamespace
+	})
 }

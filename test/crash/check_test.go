@@ -15,6 +15,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -168,7 +169,7 @@ func (f *fleet) serviceSetsMatch(g Gomega, waiting map[string]bool) int {
 	needPrereq := map[string]bool{}
 	for _, w := range f.workspaces {
 		if !w.deleted && !waiting[w.name] {
-			want[delivery.LabelValue(w.name)] = 1
+			want[naming.LabelValue(w.name)] = 1
 		}
 		if w.prereq {
 			needPrereq[w.cluster] = needPrereq[w.cluster] || !w.deleted

@@ -12,8 +12,8 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/controllers"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 // Reactions times, per workspace, how long after its ServiceSet reported
@@ -37,7 +37,7 @@ func WatchReactions(ctx context.Context, cfg *rest.Config, ns string) (*Reaction
 		ss := o.(*k0rdentv1beta1.ServiceSet)
 		for _, s := range ss.Status.Services {
 			if s.State == k0rdentv1beta1.ServiceStateDeployed {
-				r.first(r.deployed, ss.Labels[controllers.WorkspaceLabel])
+				r.first(r.deployed, ss.Labels[plan.WorkspaceLabel])
 			}
 		}
 	})

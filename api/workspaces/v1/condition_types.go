@@ -70,6 +70,10 @@ const (
 	ClassInUseReason                = "ClassInUse"
 )
 
+// InvalidResourcesReason fails a workspace whose resolved resources Apiary
+// cannot admit: an unknown GPU vendor, or amounts beyond its bounds.
+const InvalidResourcesReason = "InvalidResources"
+
 // PrerequisiteVersionConflictReason (Apiary's) fails a workspace whose
 // class's versionConstraint excludes the version that the cluster's shared
 // install of a prerequisite runs: a newer class upgraded it, and Apiary never

@@ -196,7 +196,9 @@ func Placement(resolved workspacesv1.WorkspaceResourceSpec, selector map[string]
 		if pr := resolved.PerReplica; pr != nil && pr.GPUVendor != nil {
 			vendor = string(*pr.GPUVendor)
 		}
-		p.Vendor, p.ResourceName = vendor, values.ResourceNameFor(vendor)
+		// An unknown vendor leaves the resource to injection, which refuses it.
+		p.Vendor = vendor
+		p.ResourceName, _ = gpu.ResourceFor(vendor)
 	}
 	return p
 }

@@ -7,23 +7,15 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/gpu"
 )
 
 // ReservedKey is the top-level values key of the operator's standard paths.
 const ReservedKey = "_exalsius"
-
-// Extended resources of whole GPUs.
-const (
-	// ResourceNVIDIA is the extended resource of NVIDIA GPUs.
-	ResourceNVIDIA = "nvidia.com/gpu"
-	// ResourceAMD is the extended resource of AMD GPUs.
-	ResourceAMD = "amd.com/gpu"
-)
 
 // GPUPlacement is what the GPU gate learned about the nodes a workspace
 // lands on.
@@ -100,28 +92,16 @@ func injectFields(m *workspacesv1.ResourceInjectionMap) []injectField {
 	}
 }
 
-// ResourceNameFor returns the extended resource of a GPU vendor, compared
-// case-insensitively: amd.com/gpu for AMD, and nvidia.com/gpu for NVIDIA,
-// for no vendor at all and for any other vendor. The NVIDIA default is what
-// a bare gpuCount requests: the exalsius operator gave it no resource name,
-// so its charts requested no GPU (reference defect 9).
-func ResourceNameFor(vendor string) string {
-	if strings.EqualFold(strings.TrimSpace(vendor), string(workspacesv1.GPUVendorAMD)) {
-		return ResourceAMD
-	}
-	return ResourceNVIDIA
-}
-
 // Inject writes the resolved resources into values, in place.
 //
 // Every non-nil resolved field is written at its standard path:
 // _exalsius.resources.replicas (int) and
 // _exalsius.resources.perReplica.{cpu, memory, storage} (Quantity strings),
-// .gpuCount (int), .gpuVendor (the resolved vendor, else gpu.Vendor),
-// .gpuType; then .gpuResourceName, which is gpu.ResourceName, else, when a
+// .gpuCount (int), .gpuVendor (the resolved vendor, else placement.Vendor),
+// .gpuType; then .gpuResourceName, which is placement.ResourceName, else, when a
 // vendor is known or gpuCount > 0, ResourceNameFor(vendor) (so a bare
 // gpuCount requests nvidia.com/gpu); and _exalsius.scheduling.nodeSelector
-// (gpu.NodeSelector, when non-empty). Each field's class resourceInjection
+// (placement.NodeSelector, when non-empty). Each field's class resourceInjection
 // paths receive the same value.
 //
 // Operator values always win. Every user value (non-nil and different) at
@@ -134,7 +114,7 @@ func ResourceNameFor(vendor string) string {
 // its error and writes nothing (the class controller rejects such classes
 // up front, so this is a bug or a race, never a silent skip). A nil values
 // map is an error too.
-func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, gpu GPUPlacement, injection *workspacesv1.ResourceInjectionMap) (InjectResult, error) {
+func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, placement GPUPlacement, injection *workspacesv1.ResourceInjectionMap) (InjectResult, error) {
 	var res InjectResult
 	if values == nil {
 		return res, errors.New("cannot inject resources into nil values")
@@ -146,13 +126,19 @@ func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, 
 	if per == nil {
 		per = &workspacesv1.PerReplicaResources{}
 	}
-	vendor := gpu.Vendor
+	vendor := placement.Vendor
 	if per.GPUVendor != nil && *per.GPUVendor != "" {
 		vendor = string(*per.GPUVendor)
 	}
-	resourceName := gpu.ResourceName
+	resourceName := placement.ResourceName
 	if resourceName == "" && (vendor != "" || per.GPUCount != nil && *per.GPUCount > 0) {
-		resourceName = ResourceNameFor(vendor)
+		// A bare gpuCount asks for NVIDIA GPUs: the exalsius operator gave
+		// it no resource name, so its charts requested no GPU (reference
+		// defect 9).
+		var err error
+		if resourceName, err = gpu.ResourceFor(vendor); err != nil {
+			return res, err
+		}
 	}
 	fieldValue := map[string]any{}
 	if resolved.Replicas != nil {
@@ -186,9 +172,9 @@ func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, 
 	if resourceName != "" {
 		SetPath(values, pathResourceName, resourceName)
 	}
-	if len(gpu.NodeSelector) > 0 {
-		sel := make(map[string]any, len(gpu.NodeSelector))
-		for k, v := range gpu.NodeSelector {
+	if len(placement.NodeSelector) > 0 {
+		sel := make(map[string]any, len(placement.NodeSelector))
+		for k, v := range placement.NodeSelector {
 			sel[k] = v
 		}
 		SetPath(values, pathNodeSelector, sel)

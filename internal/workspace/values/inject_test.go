@@ -251,15 +251,6 @@ func TestValidateInjection(t *testing.T) {
 	}
 }
 
-func TestResourceNameFor(t *testing.T) {
-	for vendor, want := range map[string]string{
-		"NVIDIA": ResourceNVIDIA, "nvidia": ResourceNVIDIA, "": ResourceNVIDIA, "Intel": ResourceNVIDIA,
-		"AMD": ResourceAMD, "amd": ResourceAMD, " AMD ": ResourceAMD,
-	} {
-		NewWithT(t).Expect(ResourceNameFor(vendor)).To(Equal(want), vendor)
-	}
-}
-
 func TestOverwriteString(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Overwrite{Path: "jupyterhub.singleuser.cpu.limit", Field: "cpu"}.String()).To(Equal(

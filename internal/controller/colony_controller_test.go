@@ -1,0 +1,330 @@
+package controller_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const timeout = 30 * time.Second
+
+// k0rdentFixtures creates the ClusterTemplate and Credential a Colony entry references.
+func k0rdentFixtures(t *testing.T, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, obj := range []client.Object{
+		standin.NewClusterTemplate(ns, "exalsius-remote-cluster-0-1-5", true),
+		standin.NewCredential(ns, "remote-cred", true),
+	} {
+		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
+			t.Fatalf("creating %T: %v", obj, err)
+		}
+	}
+}
+
+// quickstartColony reads the exalsius quick start Colony shipped in examples/.
+func quickstartColony(t *testing.T, ns string) *infrav1.Colony {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), "examples", "quickstart", "colony.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &infrav1.Colony{}
+	if err := yaml.Unmarshal(data, c); err != nil {
+		t.Fatal(err)
+	}
+	c.Namespace = ns
+	return c
+}
+
+func entry(name string) infrav1.ColonyCluster {
+	return infrav1.ColonyCluster{
+		ClusterName: name,
+		ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(
+			`{"template":"exalsius-remote-cluster-0-1-5","credential":"remote-cred","config":{"controlPlaneNumber":1}}`)},
+	}
+}
+
+func getColony(g Gomega, key client.ObjectKey) *infrav1.Colony {
+	c := &infrav1.Colony{}
+	g.Expect(env.Client.Get(context.Background(), key, c)).To(Succeed())
+	return c
+}
+
+// updateSpec re-reads obj, changes it with mutate and updates it, again
+// while the update conflicts with the controllers' status writes.
+func updateSpec[T client.Object](g Gomega, obj T, mutate func(T)) {
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		mutate(obj)
+		return env.Client.Update(context.Background(), obj)
+	})).To(Succeed())
+}
+
+func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
+	return apimeta.FindStatusCondition(obj.GetConditions(), t)
+}
+
+// eventuallyReady waits for the Colony to be Ready for its current
+// generation, and checks that the counts agree: status is written at once.
+func eventuallyReady(t *testing.T, key client.ObjectKey) *infrav1.Colony {
+	t.Helper()
+	var c *infrav1.Colony
+	NewWithT(t).Eventually(func(g Gomega) {
+		c = getColony(g, key)
+		ready := condition(c, commonv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionTrue), ready.Message)
+		g.Expect(c.Status.ObservedGeneration).To(Equal(c.Generation))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	NewWithT(t).Expect(c.Status.ReadyClusters).To(Equal(c.Status.TotalClusters), "Ready=True comes with its counts")
+	return c
+}
+
+func TestColonyFromExalsiusManifest(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "colony")
+	k0rdentFixtures(t, ns)
+	model := "H100-" + ns
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-h100-a", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-h100-b", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 4)).To(Succeed())
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-mi300", map[string]string{"amd.com/gpu.product-name": "MI300X-" + ns}, "amd.com/gpu", 8)).To(Succeed())
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-unlabelled", map[string]string{"exalsius.ai/gpu-vendor": "NVIDIA-" + ns}, "nvidia.com/gpu", 2)).To(Succeed())
+
+	colony := quickstartColony(t, ns)
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+	c := eventuallyReady(t, key)
+
+	g.Expect(c.Status.Phase).To(Equal(infrav1.ColonyPhaseReady))
+	g.Expect(c.Status.TotalClusters).To(BeEquivalentTo(1))
+	g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(1))
+	g.Expect(c.Finalizers).To(ContainElement(infrav1.ColonyFinalizer))
+	g.Expect(c.Status.ClusterDeploymentRefs).To(HaveLen(1))
+	g.Expect(c.Status.ClusterDeploymentRefs[0].Name).To(Equal("quickstart-child-1"))
+	g.Expect(condition(c, infrav1.ClustersReadyCondition).Reason).To(Equal(infrav1.AllClustersReadyReason))
+
+	// The ClusterDeployment carries the entry's spec verbatim.
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quickstart-child-1"}, cd)).To(Succeed())
+	g.Expect(cd.Spec.Template).To(Equal("exalsius-remote-cluster-0-1-5"))
+	g.Expect(cd.Spec.Credential).To(Equal("remote-cred"))
+	var want map[string]any
+	g.Expect(json.Unmarshal(colony.Spec.ColonyClusters[0].ClusterDeploymentSpec.Raw, &want)).To(Succeed())
+	g.Expect(cd.Spec.Config.Raw).To(MatchJSON(mustJSON(want["config"])))
+	g.Expect(metav1.IsControlledBy(cd, c)).To(BeTrue())
+	g.Expect(cd.Labels).To(HaveKeyWithValue(infrav1.ColonyLabel, "quickstart"))
+
+	// The aggregated Secret references the cluster's kubeconfig Secret.
+	secret := &corev1.Secret{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "quickstart-kubeconfigs"}, secret)).To(Succeed())
+	g.Expect(secret.Data).To(HaveKey("quickstart-child-1"))
+	g.Expect(secret.Data["quickstart-child-1"]).To(MatchJSON(
+		`{"apiVersion":"v1","kind":"Secret","namespace":"` + ns + `","name":"quickstart-child-1-kubeconfig"}`))
+	g.Expect(c.Status.KubeconfigSecretName).To(Equal("quickstart-kubeconfigs"))
+
+	// The GPU inventory matches the child's nodes.
+	g.Eventually(func(g Gomega) {
+		inv := getColony(g, key).Status.GPUInventory["quickstart-child-1"]
+		g.Expect(inv.LastUpdated).NotTo(BeNil())
+		g.Expect(inv.Offerings).To(ContainElements(
+			SatisfyAll(
+				HaveField("Model", model), HaveField("Vendor", "NVIDIA"), HaveField("ResourceName", "nvidia.com/gpu"),
+				HaveField("Total", BeEquivalentTo(12)), HaveField("Nodes", BeEquivalentTo(2)),
+				HaveField("Selector", Equal(map[string]string{"exalsius.ai/gpu-model": model}))),
+			SatisfyAll(
+				HaveField("Model", "MI300X-"+ns), HaveField("Vendor", "AMD"), HaveField("ResourceName", "amd.com/gpu"),
+				HaveField("Total", BeEquivalentTo(8)), HaveField("Nodes", BeEquivalentTo(1)),
+				HaveField("Selector", Equal(map[string]string{"amd.com/gpu.product-name": "MI300X-" + ns}))),
+			SatisfyAll(
+				HaveField("Model", ""), HaveField("Vendor", "NVIDIA-"+ns), HaveField("Total", BeEquivalentTo(2))),
+		))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestColonyEntriesAddedChangedRemoved(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "entries")
+	k0rdentFixtures(t, ns)
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("a")}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+	eventuallyReady(t, key)
+
+	// Added.
+	c := getColony(g, key)
+	updateSpec(g, c, func(c *infrav1.Colony) { c.Spec.ColonyClusters = append(c.Spec.ColonyClusters, entry("b")) })
+	c = eventuallyReady(t, key)
+	g.Expect(c.Status.TotalClusters).To(BeEquivalentTo(2))
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-b"}, &k0rdentv1beta1.ClusterDeployment{})).To(Succeed())
+
+	// Changed: the new config reaches the ClusterDeployment.
+	updateSpec(g, c, func(c *infrav1.Colony) {
+		c.Spec.ColonyClusters[0].ClusterDeploymentSpec.Raw = []byte(
+			`{"template":"exalsius-remote-cluster-0-1-5","credential":"remote-cred","config":{"controlPlaneNumber":3}}`)
+		c.Spec.ColonyClusters[0].ClusterLabels = map[string]string{"tier": "gold"}
+	})
+	g.Eventually(func(g Gomega) {
+		cd := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-a"}, cd)).To(Succeed())
+		g.Expect(cd.Spec.Config.Raw).To(MatchJSON(`{"controlPlaneNumber":3}`))
+		g.Expect(cd.Labels).To(HaveKeyWithValue("tier", "gold"))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	// Removed: the ClusterDeployment is pruned and the Secret forgets it.
+	updateSpec(g, c, func(c *infrav1.Colony) { c.Spec.ColonyClusters = c.Spec.ColonyClusters[1:] })
+	g.Eventually(func() bool {
+		err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-a"}, &k0rdentv1beta1.ClusterDeployment{})
+		return apierrors.IsNotFound(err)
+	}, timeout, 200*time.Millisecond).Should(BeTrue())
+	c = eventuallyReady(t, key)
+	g.Expect(c.Status.TotalClusters).To(BeEquivalentTo(1))
+	g.Eventually(func(g Gomega) {
+		secret := &corev1.Secret{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "fleet-kubeconfigs"}, secret)).To(Succeed())
+		g.Expect(secret.Data).To(HaveKey("fleet-b"))
+		g.Expect(secret.Data).NotTo(HaveKey("fleet-a"))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestColonyOneClusterFailingDoesNotBlockOthers(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "failing")
+	k0rdentFixtures(t, ns)
+	bad := entry("bad")
+	bad.ClusterAnnotations = map[string]string{standin.AnnotationFail: "quota exceeded in region"}
+	missing := entry("orphan")
+	missing.ClusterDeploymentSpec.Raw = []byte(`{"template":"no-such-template","credential":"remote-cred"}`)
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "mixed", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("good"), bad, missing}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		c := getColony(g, client.ObjectKeyFromObject(colony))
+		g.Expect(c.Status.Phase).To(Equal(infrav1.ColonyPhaseDegraded))
+		g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(1))
+		g.Expect(c.Status.TotalClusters).To(BeEquivalentTo(3))
+		ready := condition(c, commonv1.ReadyCondition)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(ready.Message).To(ContainSubstring("quota exceeded in region"))
+		g.Expect(ready.Message).To(ContainSubstring("no-such-template"))
+		g.Expect(condition(c, commonv1.StalledCondition)).NotTo(BeNil())
+		g.Expect(c.Status.Clusters).To(ContainElement(SatisfyAll(
+			HaveField("ClusterName", "good"), HaveField("Ready", true))))
+		g.Expect(c.Status.Clusters).To(ContainElement(SatisfyAll(
+			HaveField("ClusterName", "orphan"), HaveField("Reason", infrav1.ClusterFailedReason),
+			HaveField("Message", ContainSubstring("TemplateReady")))))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	// Fixing the template heals the cluster without touching the Colony.
+	g.Expect(standin.CreateWithStatus(ctx, env.Client, standin.NewClusterTemplate(ns, "no-such-template", true))).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getColony(g, client.ObjectKeyFromObject(colony))
+		g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(2))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestColonyBadBundleStallsAndNamesFileAndLine(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "bundle")
+	k0rdentFixtures(t, ns)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "broken-bundle", Namespace: ns}, Data: map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: broken\nversion: 0.1.0\n",
+		"templates__cd.yaml": "apiVersion: k0rdent.mirantis.com/v1beta1\nkind: ClusterDeployment\nmetadata:\n" +
+			"  name: {{ .Input.clusterDeploymentName }}\n  namespace: {{ .Input.colony.namespace }}\n" +
+			"spec:\n  template: {{ .Input.cluster.clusterDeploymentSpec.template | nosuchfunction }}\n",
+	}}
+	g.Expect(env.Client.Create(ctx, cm)).To(Succeed())
+	broken := entry("broken")
+	broken.Bundle = &commonv1.BundleReference{ConfigMapRef: &corev1.LocalObjectReference{Name: "broken-bundle"}}
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "bundles", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("fine"), broken}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		c := getColony(g, client.ObjectKeyFromObject(colony))
+		stalled := condition(c, commonv1.StalledCondition)
+		g.Expect(stalled).NotTo(BeNil())
+		g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		rendered := condition(c, commonv1.RenderedCondition)
+		g.Expect(rendered).NotTo(BeNil())
+		g.Expect(rendered.Reason).To(Equal(commonv1.RenderFailedReason))
+		g.Expect(rendered.Message).To(ContainSubstring("broken-bundle"))
+		g.Expect(rendered.Message).To(ContainSubstring("templates/cd.yaml"))
+		g.Expect(rendered.Message).To(MatchRegexp(`cd.yaml:7`))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	g.Eventually(func() error {
+		return env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "bundles-fine"}, &k0rdentv1beta1.ClusterDeployment{})
+	}, timeout, 200*time.Millisecond).Should(Succeed(), "a bad bundle in one entry does not block the others")
+
+	// Fixing the bundle heals the Colony.
+	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
+	cm.Data["templates__cd.yaml"] = strings.Replace(cm.Data["templates__cd.yaml"], " | nosuchfunction", "", 1) +
+		"  credential: remote-cred\n  config: {}\n"
+	g.Expect(env.Client.Update(ctx, cm)).To(Succeed())
+	c := eventuallyReady(t, client.ObjectKeyFromObject(colony))
+	g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(2))
+}
+
+func mustJSON(v any) []byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// TestColonyStatusWithNoReadyClusterIsWritten keeps a Colony's only cluster
+// provisioning: its first status, whose readyClusters is still zero, is
+// written (and shows 0/1) rather than refused by the API server for a
+// missing required field.
+func TestColonyStatusWithNoReadyClusterIsWritten(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "colony-slow")
+	k0rdentFixtures(t, ns)
+	slow := entry("slow")
+	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "10m"}
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(infrav1.GroupVersion.WithKind("Colony"))
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(colony), u)).To(Succeed())
+		ready, found, _ := unstructured.NestedInt64(u.Object, "status", "readyClusters")
+		g.Expect(found).To(BeTrue(), "status.readyClusters is written")
+		g.Expect(ready).To(BeZero())
+		total, _, _ := unstructured.NestedInt64(u.Object, "status", "totalClusters")
+		g.Expect(total).To(BeEquivalentTo(1))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}

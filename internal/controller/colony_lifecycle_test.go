@@ -1,0 +1,144 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+func TestColonyDeletionAwaitsClusterDeployments(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "delete")
+	k0rdentFixtures(t, ns)
+	slow := entry("slow")
+	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "3s"}
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+	eventuallyReady(t, key)
+
+	g.Expect(env.Client.Delete(ctx, colony)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		c := getColony(g, key)
+		g.Expect(c.Status.Phase).To(Equal(infrav1.ColonyPhaseDeleting))
+		cd := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "doomed-slow"}, cd)).To(Succeed())
+		g.Expect(cd.DeletionTimestamp.IsZero()).To(BeFalse(), "the ClusterDeployment is being deleted")
+	}, timeout, 100*time.Millisecond).Should(Succeed(), "the Colony waits while k0rdent deletes its cluster")
+
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, key, &infrav1.Colony{}))
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), "the Colony goes once its clusters are gone")
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "doomed-slow"},
+		&k0rdentv1beta1.ClusterDeployment{}))).To(BeTrue())
+	g.Expect(apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "doomed-kubeconfigs"},
+		&corev1.Secret{}))).To(BeTrue(), "the aggregated Secret is removed")
+}
+
+func TestColonyUnreachableChildKeepsInventoryAndSaysSo(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "unreachable")
+	k0rdentFixtures(t, ns)
+	far := entry("far")
+	far.ClusterAnnotations = map[string]string{unreachableAnnotation: "true"}
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("near"), far}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+
+	g.Eventually(func(g Gomega) {
+		c := getColony(g, key)
+		inv := condition(c, infrav1.GPUInventoryReadyCondition)
+		g.Expect(inv).NotTo(BeNil())
+		g.Expect(inv.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(inv.Reason).To(Equal(infrav1.ScanFailedReason))
+		g.Expect(inv.Message).To(ContainSubstring("remote-far"))
+		g.Expect(c.Status.GPUInventory).To(HaveKey("remote-near"))
+		g.Expect(c.Status.GPUInventory["remote-near"].ScanError).To(BeEmpty())
+		g.Expect(c.Status.GPUInventory["remote-far"].ScanError).NotTo(BeEmpty())
+		g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(2), "an unreachable child does not make its cluster unready")
+	}, 2*timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+func TestColonyInventoryFollowsNodes(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "nodes")
+	k0rdentFixtures(t, ns)
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("c")}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+	eventuallyReady(t, key)
+
+	model := "L40S-" + ns
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-l40s", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 4)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getColony(g, key).Status.GPUInventory["gpus-c"].Offerings).To(ContainElement(
+			SatisfyAll(HaveField("Model", model), HaveField("Total", BeEquivalentTo(4)))))
+	}, timeout, 200*time.Millisecond).Should(Succeed(), "a new node shows without a Colony change")
+
+	node := &corev1.Node{}
+	g.Expect(childClient.Get(ctx, client.ObjectKey{Name: ns + "-l40s"}, node)).To(Succeed())
+	node.Spec.Unschedulable = true
+	g.Expect(childClient.Update(ctx, node)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getColony(g, key).Status.GPUInventory["gpus-c"].Offerings).NotTo(ContainElement(HaveField("Model", model)))
+	}, timeout, 200*time.Millisecond).Should(Succeed(), "a cordoned node leaves the inventory")
+}
+
+func TestColonySteadyStateWritesNothing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "steady")
+	k0rdentFixtures(t, ns)
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "calm", Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("x"), entry("y")}}}
+	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	key := client.ObjectKeyFromObject(colony)
+	eventuallyReady(t, key)
+	// Let the inventory settle, then poke the Colony's watches without changing
+	// anything it owns: a label on a ClusterDeployment triggers a reconcile.
+	time.Sleep(2 * time.Second)
+	before := getColony(g, key).ResourceVersion
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "calm-x"}, cd)).To(Succeed())
+	// A metadata-only patch: a typed Update would also send the spec.
+	patch := client.MergeFrom(cd.DeepCopy())
+	cd.Labels["poke"] = "1"
+	g.Expect(env.Client.Patch(ctx, cd, patch)).To(Succeed())
+	appliedAt := managerTime(cd, "apiary")
+	g.Expect(appliedAt).NotTo(BeNil())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getColony(g, key).ResourceVersion).To(Equal(before), "no status write")
+		got := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
+		// The stand-in may write status; Apiary must not write again.
+		g.Expect(managerTime(got, "apiary")).To(Equal(appliedAt), "no re-apply")
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(condition(getColony(g, key), commonv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+}
+
+// managerTime is when a field manager last wrote the object.
+func managerTime(o client.Object, manager string) *metav1.Time {
+	for _, mf := range o.GetManagedFields() {
+		if mf.Manager == manager && mf.Subresource == "" {
+			return mf.Time
+		}
+	}
+	return nil
+}

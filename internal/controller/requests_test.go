@@ -1,0 +1,193 @@
+package controller_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/apiaryhq/apiary/internal/childcluster"
+)
+
+// apiRequest is one API request Apiary's manager made, parsed from its URL.
+type apiRequest struct {
+	// side is "management" or "child".
+	side string
+	verb string // HTTP method
+	// resource is the resource with its subresource ("workspacedeployments/status").
+	resource  string
+	namespace string
+	// name is the object's name, from the path or, for a create, the body.
+	name string
+}
+
+func (r apiRequest) String() string {
+	return fmt.Sprintf("%s %s %s", r.side, r.verb, r.resource)
+}
+
+// detail names the object too.
+func (r apiRequest) detail() string {
+	return fmt.Sprintf("%s %s %s %s/%s", r.side, r.verb, r.resource, r.namespace, r.name)
+}
+
+// requestLog records every non-watch request of Apiary's manager, on the
+// management cluster and on every child, for the request-budget tests.
+type requestLog struct {
+	mu  sync.Mutex
+	all []apiRequest
+	// management and managementWrites count the management requests, and
+	// those that are not reads, for the benchmarks.
+	management, managementWrites atomic.Int64
+}
+
+var requests = &requestLog{}
+
+func (l *requestLog) record(side string, req *http.Request) {
+	r := parseRequest(side, req)
+	if side == "management" {
+		l.management.Add(1)
+		if req.Method != http.MethodGet {
+			l.managementWrites.Add(1)
+		}
+	}
+	l.mu.Lock()
+	l.all = append(l.all, r)
+	l.mu.Unlock()
+}
+
+// since returns the requests recorded after mark (a len of an earlier call
+// to mark) that keep says are of interest.
+func (l *requestLog) since(mark int, keep func(apiRequest) bool) []apiRequest {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []apiRequest
+	for _, r := range l.all[mark:] {
+		if keep(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// requestsIn is how many requests Apiary made to the management cluster's
+// objects of a namespace.
+func requestsIn(ns string) int {
+	return len(requests.since(0, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns }))
+}
+
+func (l *requestLog) mark() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.all)
+}
+
+// tally counts requests by side, verb and resource, sorted for printing.
+func tally(rs []apiRequest) []string {
+	counts := map[string]int{}
+	for _, r := range rs {
+		counts[r.String()]++
+	}
+	var out []string
+	for k, n := range counts {
+		out = append(out, fmt.Sprintf("%d× %s", n, k))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// parseRequest reads side, verb, resource, namespace and name from a
+// request's path: /api/v1/[namespaces/<ns>/]<resource>[/<name>[/<sub>]] or
+// /apis/<group>/<version>/... The body of a create is read (and restored)
+// for the new object's name.
+func parseRequest(side string, req *http.Request) apiRequest {
+	r := apiRequest{side: side, verb: req.Method}
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	switch {
+	case len(parts) >= 2 && parts[0] == "api":
+		parts = parts[2:]
+	case len(parts) >= 3 && parts[0] == "apis":
+		parts = parts[3:]
+	default:
+		r.resource = req.URL.Path
+		return r
+	}
+	if len(parts) >= 3 && parts[0] == "namespaces" {
+		r.namespace, parts = parts[1], parts[2:]
+	}
+	if len(parts) > 0 {
+		r.resource = parts[0]
+	}
+	if len(parts) > 1 {
+		r.name = parts[1]
+	}
+	if len(parts) > 2 {
+		r.resource += "/" + parts[2]
+	}
+	if r.resource == "namespaces" && r.namespace == "" && len(parts) > 1 {
+		r.namespace = r.name
+	}
+	if req.Method == http.MethodPost && r.name == "" && req.Body != nil {
+		body, err := io.ReadAll(req.Body)
+		_ = req.Body.Close()
+		req.Body = io.NopCloser(bytes.NewReader(body))
+		var meta struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+		}
+		switch {
+		case err != nil:
+		case json.Unmarshal(body, &meta) == nil:
+			r.name = meta.Metadata.Name
+		default:
+			// Protobuf: the name is the first field of ObjectMeta; good
+			// enough for names of child namespaces (ws-<workspace>).
+			if i := bytes.Index(body, []byte("ws-")); i >= 0 {
+				end := i
+				for end < len(body) && isNameByte(body[end]) {
+					end++
+				}
+				r.name = string(body[i:end])
+			}
+		}
+		if r.resource == "namespaces" {
+			r.namespace = r.name
+		}
+	}
+	return r
+}
+
+func isNameByte(b byte) bool {
+	return b == '-' || b == '.' || (b >= 'a' && b <= 'z') || (b >= '0' && b <= '9')
+}
+
+// recordingTransport records the requests of one side before passing them on.
+type recordingTransport struct {
+	side string
+	next http.RoundTripper
+}
+
+func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") != "true" {
+		requests.record(t.side, req)
+	}
+	return t.next.RoundTrip(req)
+}
+
+// childRESTConfig is the manager's child kubeconfig parser with every
+// child request recorded.
+func childRESTConfig(kubeconfig []byte) (*rest.Config, error) {
+	cfg, err := childcluster.RESTConfigFromKubeconfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return &recordingTransport{side: "child", next: rt} })
+	return cfg, nil
+}

@@ -1,0 +1,267 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/quota"
+)
+
+// admit is the gate between resolving a workspace and delivering it: its
+// GPUs must fit on the nodes of its cluster (internal/admission) and its
+// request in every TenantQuota that selects its namespace
+// (internal/quota). What passes is recorded in status.admission — written
+// at once when GPUs were placed, before anything is delivered, so a restart
+// recovers every placement before admitting anything new on the cluster. A
+// request that neither grows its GPUs nor its quota charge keeps its
+// admission without a look at the cluster.
+func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	inForce := obj.Status.Admission
+	if inForce != nil && inForce.Cluster != w.cdKey.String() {
+		inForce = nil
+	}
+	// The request as the spec says it; a vendor the gate found before is
+	// stamped again only when the admission it was found for is kept.
+	req := gpuRequest(w.resolved)
+	quotas, err := r.quotasOf(ctx, obj.Namespace)
+	if err != nil {
+		return stopWith(0), err
+	}
+	if obj.Status.Admission == nil && delivered(obj) {
+		// Delivered before admissions were recorded: adopt what runs.
+		inForce = r.adopted(w, req)
+	}
+	rec := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
+	rec.CPU, rec.Memory = totals(w.resolved)
+	if inForce != nil && sameGPUs(inForce, req) && sameCharge(inForce, rec) {
+		stampPreviousVendor(w)
+		r.keepAdmission(w, inForce, req)
+		return proceed, nil
+	}
+	keep := inForce != nil && keepsGPUs(inForce, req)
+	if keep {
+		stampPreviousVendor(w)
+	}
+
+	unlock := func() {}
+	defer func() { unlock() }()
+	var decision admission.Decision
+	switch {
+	case req == nil:
+		if inForce == nil {
+			r.feasibilityFor(ctx, w) // before its first admission, as the exalsius operator does
+		}
+	case keep:
+		rec.ResourceName, rec.Placement = inForce.ResourceName, trimPlacement(inForce.Placement, req.Replicas)
+	default:
+		cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
+		if err != nil {
+			conditions.MarkUnknown(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ChildUnreachableReason, "%s", err)
+			feasibilityUnknown(obj, err)
+			pending(obj, "waiting for access to the child cluster: %s", err)
+			w.waitFor(clusterTopic(waitChild, w.cdKey))
+			return stopWith(30 * time.Second), nil
+		}
+		nodes, err := cc.ListNodes(ctx)
+		if err != nil {
+			return stopWith(0), fmt.Errorf("listing nodes of %s: %w", w.cdKey, err)
+		}
+		pods, err := cc.ListPods(ctx)
+		if err != nil {
+			return stopWith(0), fmt.Errorf("listing pods of %s: %w", w.cdKey, err)
+		}
+		unlock = r.gate.lock(w.cdKey)
+		if decision, err = r.decideGPUs(ctx, w, req, nodes, pods); err != nil {
+			return stopWith(0), err
+		}
+		stampVendor(w, decision.Vendor)
+		feasibilityFromGate(w, nodes, pods, &decision)
+		if decision.Outcome != admission.Admit {
+			return r.gpuVerdict(ctx, w, req, decision), nil
+		}
+		rec.ResourceName, rec.Placement = decision.Resource, placementRecord(decision.Placement)
+	}
+	if req != nil {
+		rec.GPUsPerReplica, rec.Replicas, rec.Selector = req.PerReplica, req.Replicas, req.Selector
+	}
+	if res, err := r.reserveQuotas(ctx, w, quotas, rec); err != nil || res.stop {
+		return res, err
+	}
+	obj.Status.Admission = rec
+	r.markAdmitted(w, rec, decision)
+	if req == nil || keep {
+		return proceed, nil
+	}
+	// The placement is written before anything is delivered for it, and
+	// the gate holds it until the cache has the write.
+	r.Children.Release(w.cdKey, workspaceWatchOwner(obj))
+	obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, conditions.GetMessage(obj, workspacesv1.GPUCapacityCondition)
+	// The vendor the gate found goes with the admission it was found for:
+	// stampPreviousVendor reads it back from the status, and a reconcile
+	// that sees this write (a cache a write behind, a restart before the
+	// deploy) must render the same values, or the ServiceSet flips.
+	obj.Status.ResolvedResources = w.resolved.DeepCopy()
+	if err := w.persist(ctx); err != nil {
+		return stopWith(0), fmt.Errorf("recording the admission: %w", err)
+	}
+	r.gate.assume(w.cdKey, obj.UID, rec, obj.ResourceVersion)
+	return proceed, nil
+}
+
+// keepAdmission lets a workspace whose admission is its request proceed.
+func (r *Reconciler) keepAdmission(w *workspaceRun, a *workspacesv1.WorkspaceAdmission, req *admission.Request) {
+	obj := w.obj
+	switch {
+	case req == nil:
+		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
+	case !conditions.IsTrue(obj, workspacesv1.GPUCapacityCondition):
+		conditions.MarkTrue(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ResourcesAvailableReason, "%s", placementMessage(a))
+	}
+	obj.Status.Admission = a
+}
+
+// adopted is the admission of a workspace delivered before Apiary recorded
+// admissions: its request, of the resource its release was given (that of
+// the vendor stamped on its status), placed where the gate now finds it.
+func (r *Reconciler) adopted(w *workspaceRun, req *admission.Request) *workspacesv1.WorkspaceAdmission {
+	a := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
+	a.CPU, a.Memory = totals(w.resolved)
+	if req != nil {
+		a.ResourceName, a.GPUsPerReplica, a.Replicas, a.Selector = req.Resource, req.PerReplica, req.Replicas, req.Selector
+		if a.ResourceName == "" {
+			a.ResourceName, _ = gpu.ResourceFor(previousVendor(w.obj))
+		}
+	}
+	return a
+}
+
+// previousVendor is the GPU vendor stamped on a workspace's status.
+func previousVendor(obj *workspacesv1.WorkspaceDeployment) string {
+	if prev := obj.Status.ResolvedResources; prev != nil && prev.PerReplica != nil && prev.PerReplica.GPUVendor != nil {
+		return string(*prev.PerReplica.GPUVendor)
+	}
+	return ""
+}
+
+// stampPreviousVendor keeps the vendor the gate found for the admission in force.
+func stampPreviousVendor(w *workspaceRun) {
+	if v := previousVendor(w.obj); v != "" {
+		stampVendor(w, v)
+	}
+}
+
+// markAdmitted sets the gate's conditions of an admitted request.
+func (r *Reconciler) markAdmitted(w *workspaceRun, rec *workspacesv1.WorkspaceAdmission, d admission.Decision) {
+	obj := w.obj
+	if rec.GPUsPerReplica > 0 {
+		msg := placementMessage(rec)
+		if d.Matching > 0 {
+			msg = fmt.Sprintf("%s (%d of %d GPUs free on %d matching node(s))", msg, d.Free, d.Total, d.Matching)
+		}
+		conditions.MarkTrue(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ResourcesAvailableReason, "%s", msg)
+	} else {
+		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
+	}
+}
+
+func placementMessage(a *workspacesv1.WorkspaceAdmission) string {
+	var nodes []string
+	for _, p := range a.Placement {
+		nodes = append(nodes, fmt.Sprintf("%s×%d", p.Node, p.Replicas))
+	}
+	return fmt.Sprintf("%d %s GPU(s) per replica for %d replica(s) reserved on %s", a.GPUsPerReplica, a.ResourceName, a.Replicas, strings.Join(nodes, ", "))
+}
+
+// sameGPUs reports whether an admission is for exactly this GPU request.
+func sameGPUs(a *workspacesv1.WorkspaceAdmission, req *admission.Request) bool {
+	if req == nil {
+		return a.GPUsPerReplica <= 0
+	}
+	return keepsGPUs(a, req) && req.PerReplica == a.GPUsPerReplica && req.Replicas == a.Replicas
+}
+
+// keepsGPUs reports whether an admission covers a request without a new
+// look at the cluster: the same GPUs, or fewer of them per replica or fewer
+// replicas on the same selector and resource, each in its old slot (a
+// request that shrinks never waits).
+func keepsGPUs(a *workspacesv1.WorkspaceAdmission, req *admission.Request) bool {
+	if req == nil {
+		return true
+	}
+	if a.GPUsPerReplica <= 0 || (req.Resource != "" && req.Resource != a.ResourceName) ||
+		!equality.Semantic.DeepEqual(normSelector(req.Selector), normSelector(a.Selector)) {
+		return false
+	}
+	return req.PerReplica <= a.GPUsPerReplica && req.Replicas <= a.Replicas
+}
+
+func normSelector(s map[string]string) map[string]string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// trimPlacement keeps the first replicas of a placement.
+func trimPlacement(p []workspacesv1.GPUPlacement, replicas int32) []workspacesv1.GPUPlacement {
+	var out []workspacesv1.GPUPlacement
+	for _, e := range p {
+		if replicas <= 0 {
+			break
+		}
+		n := min(e.Replicas, replicas)
+		out = append(out, workspacesv1.GPUPlacement{Node: e.Node, Replicas: n})
+		replicas -= n
+	}
+	return out
+}
+
+// sameCharge reports whether an admission charges quotas as a new record would.
+func sameCharge(a, rec *workspacesv1.WorkspaceAdmission) bool {
+	return sameQuantity(a.CPU, rec.CPU) && sameQuantity(a.Memory, rec.Memory)
+}
+
+func sameQuantity(a, b *resource.Quantity) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return a.Cmp(*b) == 0
+}
+
+// totals are the CPU and memory of all replicas of resolved resources.
+func totals(res workspacesv1.WorkspaceResourceSpec) (cpu, memory *resource.Quantity) {
+	pr := res.PerReplica
+	if pr == nil {
+		return nil, nil
+	}
+	replicas := int64(1)
+	if res.Replicas != nil {
+		replicas = int64(*res.Replicas)
+	}
+	times := func(q *resource.Quantity) *resource.Quantity {
+		if q == nil {
+			return nil
+		}
+		out := resource.NewMilliQuantity(q.MilliValue()*replicas, q.Format)
+		return out
+	}
+	return times(pr.CPU), times(pr.Memory)
+}
+
+// quotaRequest is what an admission record charges a tenant's quotas.
+func quotaRequest(w *workspaceRun, rec *workspacesv1.WorkspaceAdmission) quota.Request {
+	return quota.Request{Namespace: w.obj.Namespace, Name: w.obj.Name, UID: w.obj.UID,
+		GPUs: rec.GPUsPerReplica * int64(rec.Replicas), ResourceName: rec.ResourceName, Selector: rec.Selector,
+		CPU: rec.CPU, Memory: rec.Memory}
+}

@@ -1,0 +1,298 @@
+package workspace
+
+import (
+	"context"
+	"time"
+
+	"github.com/fluxcd/pkg/apis/meta"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/delivery"
+	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
+	"github.com/apiaryhq/apiary/internal/mesh"
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/wake"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/status"
+)
+
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicesets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=clusterdeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+
+// Reconciler deploys one workspace of a class on one
+// ClusterDeployment: it merges the class's defaults with the workspace's
+// overrides, installs shared prerequisites, waits for GPU capacity, and
+// delivers one k0rdent ServiceSet whose readiness it reads back.
+type Reconciler struct {
+	client.Client
+	// APIReader reads what the manager does not cache: values Secrets and
+	// ConfigMaps, and events for failure forensics.
+	APIReader     client.Reader
+	EventRecorder events.EventRecorder
+	// Bundles resolves bundles: by name, or from a ConfigMap.
+	Bundles *render.Resolver
+	Sink    delivery.Sink
+	// SyncReader reads Flux Kustomizations (the manager's cache) in Git mode.
+	SyncReader client.Reader
+	Children   *childcluster.Manager
+	// NoCrossNamespaceRefs refuses ClusterDeployments outside the workspace's namespace.
+	NoCrossNamespaceRefs bool
+	// Settings are passed to bundles as .Input.operator.
+	Settings map[string]any
+	// Gateway is the tenant Gateway on regional clusters that access routes
+	// attach to; istio-system/istio-ingressgateway when unset.
+	Gateway types.NamespacedName
+	// RouteSinks deliver access routes to regional clusters; direct
+	// server-side apply through Children when nil.
+	RouteSinks routesink.Sinks
+	// Mesh says how workspace namespaces join the tenant's Istio mesh, and
+	// whether routes need the per-child waypoints; ambient without
+	// waypoints when zero.
+	Mesh mesh.Config
+	// Ledger charges workspaces to TenantQuotas; quotas are not enforced when nil.
+	Ledger *quota.Ledger
+	// Policy orders the workspaces that wait for GPUs; StrictFIFO when empty.
+	Policy admission.Policy
+	// Shards decides which shard acts on a workspace's cluster; every
+	// workspace is this process's when nil.
+	Shards *shard.Gate
+	// Installs serialises the deliveries of shared prerequisite installs
+	// and remembers them until the cache has them; the prerequisite
+	// controller shares it.
+	Installs *prerequisite.Writes
+	// Sweeper removes the routes of deleted workspaces from regional
+	// clusters; a deletion asks it to look at its regional cluster.
+	Sweeper *routesink.Sweeper
+
+	stores
+}
+
+// Options configure the WorkspaceDeployment controller.
+type Options struct {
+	MaxConcurrentReconciles int
+}
+
+// Reconcile is the entry point of a WorkspaceDeployment's reconciliation.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	// The token comes before any read: what the reconcile waits for is
+	// registered when it ends, and a change of it in between runs it again.
+	w := &workspaceRun{}
+	tok := r.waits.Begin()
+	defer func() {
+		if r.waits.Settle(tok, req.NamespacedName, w.waits...) && retErr == nil {
+			result.RequeueAfter = sooner(result.RequeueAfter, missedWakeRetry)
+		}
+	}()
+	obj := &workspacesv1.WorkspaceDeployment{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, reconciler.IgnoreGone(metrics.KindWorkspaceDeployment, req, err)
+	}
+	defer metrics.ObserveReconcile(metrics.KindWorkspaceDeployment, req.NamespacedName, time.Now())
+	// A reconcile started by another event right after this manager's last
+	// write reads that write, not the cache's older copy.
+	obj = r.written.Latest(obj)
+	ticket, err := r.enterShard(ctx, obj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !ticket.Acting() {
+		if ticket.Action == shard.Wait {
+			w.waitFor(wake.Topic{Kind: waitShard})
+		}
+		return r.notActing(ctx, obj, ticket)
+	}
+	defer ticket.Done()
+	readVersion := obj.ResourceVersion
+	sp := reconciler.NewPatcher(r.Client, obj)
+	oldPhase := obj.Status.Phase
+	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
+	// The shard acts: a wait it reported is over.
+	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
+	defer func() {
+		summarizeWorkspace(obj, retErr)
+		patchErr := reconciler.PatchStatus(ctx, sp, obj, false)
+		if patchErr != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, patchErr})
+		}
+		if patchErr == nil && obj.ResourceVersion != readVersion && obj.DeletionTimestamp.IsZero() {
+			r.written.Remember(obj.DeepCopy())
+		}
+		if patchErr == nil && neverDone && oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
+			metrics.ObserveTimeToRunning(req.NamespacedName, obj.UID, obj.CreationTimestamp.Time)
+		}
+		r.notify(obj, oldPhase)
+		if retErr != nil {
+			result = ctrl.Result{}
+		}
+	}()
+
+	// Deletion comes before suspension: a suspended workspace can be deleted.
+	w.obj = obj
+	if !obj.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, w)
+	}
+	if err := reconciler.EnsureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceDeploymentFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	if obj.Spec.Suspend {
+		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+		return ctrl.Result{}, nil
+	}
+	if obj.Status.Phase == "" {
+		obj.Status.Phase = workspacesv1.PhasePending
+	}
+	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		obj.Status.LastHandledReconcileAt = v
+	}
+	return r.reconcile(ctx, w, sp)
+}
+
+// reconcile runs the workspace's steps in order; each either lets the next
+// run or ends the reconciliation with a phase that says why.
+func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconciler.Patcher) (ctrl.Result, error) {
+	obj := w.obj
+	w.persist = func(ctx context.Context) error {
+		summarizeWorkspace(obj, nil)
+		return reconciler.PatchStatus(ctx, sp, obj, false)
+	}
+	steps := []func(context.Context, *workspaceRun) (stepResult, error){
+		r.resolveClass,
+		r.resolveCluster,
+		r.resolveResources,
+		r.reconcilePrerequisites,
+		r.admit,
+		r.deploy,
+		r.observeRelease,
+		r.routeAccess,
+	}
+	for _, step := range steps {
+		res, err := step(ctx, w)
+		if err != nil || res.stop {
+			return ctrl.Result{RequeueAfter: sooner(res.requeueAfter, w.retry)}, err
+		}
+	}
+	return ctrl.Result{RequeueAfter: w.retry}, nil
+}
+
+// sooner is the earlier of two requeue delays, zero meaning none.
+func sooner(a, b time.Duration) time.Duration {
+	if a == 0 || (b != 0 && b < a) {
+		return b
+	}
+	return a
+}
+
+// missedWakeRetry is how soon a reconcile runs again when something it
+// waits for changed while it ran.
+const missedWakeRetry = 10 * time.Millisecond
+
+// workspaceRun carries what the steps of one reconciliation found.
+type workspaceRun struct {
+	obj      *workspacesv1.WorkspaceDeployment
+	class    *workspacesv1.WorkspaceClass
+	cdKey    types.NamespacedName
+	cd       *k0rdentv1beta1.ClusterDeployment
+	resolved workspacesv1.WorkspaceResourceSpec
+	selector map[string]string
+	demand   int64
+	// persist writes the status now, ahead of the reconciliation's end.
+	persist func(context.Context) error
+	// retry asks for another reconciliation after it, for work a step
+	// could not finish without holding the others up.
+	retry time.Duration
+	// waits are what the workspace waits for when the reconciliation ends
+	// (workspace_waits.go).
+	waits []wake.Topic
+}
+
+// stepResult ends the reconciliation when stop is set.
+type stepResult struct {
+	stop         bool
+	requeueAfter time.Duration
+}
+
+var proceed = stepResult{}
+
+func stopWith(requeueAfter time.Duration) stepResult {
+	return stepResult{stop: true, requeueAfter: requeueAfter}
+}
+
+// notify records an event when the workspace's phase changed.
+func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase workspacesv1.WorkspacePhase) {
+	if r.EventRecorder == nil || obj.Status.Phase == oldPhase || quietPhase(obj.Status.Phase) {
+		return
+	}
+	eventType := corev1.EventTypeNormal
+	reason := string(obj.Status.Phase)
+	if obj.Status.Phase == workspacesv1.PhaseFailed {
+		eventType = corev1.EventTypeWarning
+		if obj.Status.FailureContext != nil && obj.Status.FailureContext.Reason != "" {
+			reason = obj.Status.FailureContext.Reason
+		}
+	}
+	if obj.Status.Phase == workspacesv1.PhaseWaiting {
+		reason = status.WaitingReason(obj)
+	}
+	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
+}
+
+// quietPhase reports the phases a workspace passes through on its way to
+// Running, which status shows and no event repeats: events are for
+// outcomes (Running, Failed), for what holds a workspace up (Waiting) and
+// for deletion, as the exalsius operator emits them only for failures and
+// waits. One event per workspace on the happy path keeps its requests low.
+func quietPhase(p workspacesv1.WorkspacePhase) bool {
+	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying
+}
+
+// workspaceOwner identifies a workspace to the delivery sink. It consents
+// to deferred adoption: the ServiceSet the exalsius operator wrote for it
+// is not written while it holds what Apiary renders, apart from the labels
+// Apiary's ServiceSets carry only to be found by, which the operator does
+// not set, and the flags of its ownerReference to the workspace (the
+// operator's is no controller reference, and k0rdent runs its ServiceSets
+// so): Apiary reads no ServiceSet's controller, and the workspace's
+// finalizer, which Apiary releases only once the ServiceSet is gone, does
+// what blockOwnerDeletion would.
+func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
+	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
+		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{plan.WorkspaceLabel, plan.WorkspaceOwnerNamespaceLabel, plan.ManagedByLabel}}}
+}
+
+func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
+	return "workspace/" + obj.Namespace + "/" + obj.Name
+}
+
+// routesWatchOwner owns the Gateway watches of a workspace's routes, on its
+// regional cluster and, with waypoints, on its child.
+func routesWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
+	return "routes/" + obj.Namespace + "/" + obj.Name
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

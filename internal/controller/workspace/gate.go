@@ -1,0 +1,216 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
+)
+
+// waitingResync bounds how long a Waiting workspace goes without a look, on
+// top of the watches that wake it (node, pod, workspace and quota changes).
+const waitingResync = time.Minute
+
+// gpuRequest is what the gate places of resolved resources: nil without GPUs.
+// The resource follows the vendor when one is set; the nodes decide
+// otherwise (and for a vendor resolveResources refused).
+func gpuRequest(res workspacesv1.WorkspaceResourceSpec) *admission.Request {
+	pr := res.PerReplica
+	if plan.Demand(res) <= 0 {
+		return nil
+	}
+	req := &admission.Request{Selector: plan.GPUSelector(res), PerReplica: int64(*pr.GPUCount), Replicas: 1}
+	if res.Replicas != nil {
+		req.Replicas = *res.Replicas
+	}
+	if pr.GPUVendor != nil && *pr.GPUVendor != "" {
+		req.Resource, _ = gpu.ResourceFor(string(*pr.GPUVendor))
+	}
+	return req
+}
+
+// recordedRequest is the GPU request of an admission record.
+func recordedRequest(a *workspacesv1.WorkspaceAdmission) *admission.Admission {
+	if a == nil || a.GPUsPerReplica <= 0 || a.Replicas <= 0 {
+		return nil
+	}
+	out := &admission.Admission{Request: admission.Request{Selector: a.Selector, Resource: a.ResourceName,
+		PerReplica: a.GPUsPerReplica, Replicas: a.Replicas}}
+	for _, p := range a.Placement {
+		for range p.Replicas {
+			out.Placement = append(out.Placement, admission.Slot{Node: p.Node, GPUs: a.GPUsPerReplica})
+		}
+	}
+	return out
+}
+
+// placementRecord groups the slots of a placement by consecutive node.
+func placementRecord(slots []admission.Slot) []workspacesv1.GPUPlacement {
+	var out []workspacesv1.GPUPlacement
+	for _, s := range slots {
+		if n := len(out); n > 0 && out[n-1].Node == s.Node {
+			out[n-1].Replicas++
+			continue
+		}
+		out = append(out, workspacesv1.GPUPlacement{Node: s.Node, Replicas: 1})
+	}
+	return out
+}
+
+// decideGPUs reads the child cluster's nodes and pods and plans the
+// cluster's queue with the workspace's request in it. The caller holds the
+// cluster's lock. stop is set, with the step's result, when the child
+// cannot be read.
+func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admission.Request, nodes []corev1.Node,
+	pods []corev1.Pod) (admission.Decision, error) {
+	siblings, err := r.clusterWorkspaces(ctx, w.cdKey)
+	if err != nil {
+		return admission.Decision{}, err
+	}
+	snap := admission.Snapshot{Nodes: admission.NodesFrom(nodes)}
+	owners := map[string]string{}
+	self := false
+	for i := range siblings {
+		s := &siblings[i]
+		if s.UID == w.obj.UID {
+			s, self = w.obj, true
+		}
+		owners[childNamespace(s.Name)] = client.ObjectKeyFromObject(s).String()
+		snap.Workspaces = append(snap.Workspaces, r.gateView(w, s, req))
+	}
+	if !self { // not in the cache yet
+		snap.Workspaces = append(snap.Workspaces, r.gateView(w, w.obj, req))
+		owners[childNamespace(w.obj.Name)] = client.ObjectKeyFromObject(w.obj).String()
+	}
+	snap.Pods = admission.PodsFrom(pods, func(ns string) string { return owners[ns] })
+	key := client.ObjectKeyFromObject(w.obj).String()
+	plan := admission.Plan(snap, r.Policy) // what Decide does, keeping the whole plan for the metrics
+	metrics.ObserveGate(w.cdKey, snap, plan, key)
+	return plan[key], nil
+}
+
+// gateView is how the gate sees one workspace of the cluster: its
+// admission in force (a Failed workspace keeps it: its release still
+// exists and may bind at any time), and its pending request: the
+// candidate's own, or a Waiting sibling's, read from the resources stamped
+// on its status.
+func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
+	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: s.CreationTimestamp.Time}
+	candidate := s.UID == w.obj.UID
+	a := r.gate.admissionOf(w.cdKey, s)
+	if a != nil && a.Cluster == w.cdKey.String() {
+		out.Admitted = recordedRequest(a)
+	}
+	if a == nil && !candidate && delivered(s) && s.Status.ResolvedResources != nil {
+		// Delivered before admissions were recorded (an upgrade, or another
+		// controller): its request holds, placed first-fit.
+		if g := gpuRequest(*s.Status.ResolvedResources); g != nil {
+			out.Admitted = &admission.Admission{Request: *g}
+		}
+	}
+	switch {
+	case candidate:
+		out.Pending = req
+	case s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil:
+		out.Pending = gpuRequest(*s.Status.ResolvedResources)
+		out.QuotaBlocked = conditions.IsFalse(s, workspacesv1.QuotaReservedCondition)
+	}
+	return out
+}
+
+// delivered reports whether objects were delivered for a workspace.
+func delivered(s *workspacesv1.WorkspaceDeployment) bool {
+	d := s.Status.Delivery
+	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0
+}
+
+// gpuVerdict turns a decision that is not Admit into the workspace's status.
+func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admission.Request, d admission.Decision) stepResult {
+	obj := w.obj
+	what := describeSelector(req.Selector)
+	switch d.Reason {
+	case admission.NoOffering:
+		msg := fmt.Sprintf("No GPU matching %s is available on cluster %q; choose a different cluster or GPU", what, w.cdKey.Name)
+		return r.failGate(ctx, w, workspacesv1.GPUOfferingUnavailableReason, msg)
+	case admission.ReplicaTooLarge:
+		msg := fmt.Sprintf("Each replica asks for %d GPU(s), but no node matching %s on cluster %q has more than %d; choose fewer GPUs per replica, or another cluster",
+			req.PerReplica, what, w.cdKey.Name, d.LargestNode)
+		return r.failGate(ctx, w, workspacesv1.GPUReplicaTooLargeReason, msg)
+	}
+	reason, msg := workspacesv1.WaitingForGPUCapacityReason,
+		fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q; %d currently free", req.Demand(), what, w.cdKey.Name, d.Free)
+	switch d.Reason {
+	case admission.Fragmented:
+		reason = workspacesv1.GPUCapacityFragmentedReason
+		msg = fmt.Sprintf("Waiting for a node with %d free GPU(s) matching %s on cluster %q for each of %d replica(s); %d are free in all, at most %d on one node",
+			req.PerReplica, what, w.cdKey.Name, req.Replicas, d.Free, d.Largest)
+	case admission.Queued:
+		reason = workspacesv1.WaitingBehindOlderReason
+		msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs on the same nodes of cluster %q: %s", w.cdKey.Name, strings.Join(d.Ahead, ", "))
+	}
+	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
+	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+	waiting(w, msg)
+	w.waitFor(clusterTopic(waitCapacity, w.cdKey))
+	return stopWith(jitter.JitteredIntervalDuration(waitingResync))
+}
+
+func (r *Reconciler) failGate(ctx context.Context, w *workspaceRun, reason, msg string) stepResult {
+	conditions.MarkFalse(w.obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
+	r.fail(ctx, w.obj, reason, msg)
+	r.Children.Release(w.cdKey, workspaceWatchOwner(w.obj))
+	return stopWith(0)
+}
+
+// waiting puts the workspace in Waiting, its resolved resources on its
+// status so the gate can read its request while it waits.
+func waiting(w *workspaceRun, msg string) {
+	w.obj.Status.ResolvedResources = w.resolved.DeepCopy()
+	w.obj.Status.Phase, w.obj.Status.Message = workspacesv1.PhaseWaiting, msg
+}
+
+// stampVendor records the vendor the gate found when the workspace left it unset.
+func stampVendor(w *workspaceRun, vendor string) {
+	pr := w.resolved.PerReplica
+	if pr == nil || pr.GPUVendor != nil || vendor == "" {
+		return
+	}
+	v := workspacesv1.GPUVendor(vendor)
+	pr.GPUVendor = &v
+}
+
+// clusterWorkspaces lists the workspaces targeting a cluster, from the cache.
+func (r *Reconciler) clusterWorkspaces(ctx context.Context, cd types.NamespacedName) ([]workspacesv1.WorkspaceDeployment, error) {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceCluster: cd.String()}); err != nil {
+		return nil, fmt.Errorf("listing workspaces of cluster %s: %w", cd, err)
+	}
+	return list.Items, nil
+}
+
+func describeSelector(sel map[string]string) string {
+	if len(sel) == 0 {
+		return "any GPU"
+	}
+	if m, ok := sel[gpu.ModelLabel]; ok && len(sel) == 1 {
+		return fmt.Sprintf("model %q", m)
+	}
+	return fmt.Sprintf("selector %v", sel)
+}
+
+// admittedAt is the time of an admission made now.
+func admittedAt() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }

@@ -1,0 +1,201 @@
+package workspace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/wake"
+)
+
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.apiary.dev,resources=tenantquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.apiary.dev,resources=tenantquotas/status,verbs=get;update;patch
+
+// quotasOf returns the TenantQuotas that select a namespace, from the
+// cache, by name. A quota whose selector does not parse selects nothing
+// (its own status says so).
+func (r *Reconciler) quotasOf(ctx context.Context, namespace string) ([]*quotav1alpha1.TenantQuota, error) {
+	if r.Ledger == nil {
+		return nil, nil
+	}
+	list := &quotav1alpha1.TenantQuotaList{}
+	if err := r.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing TenantQuotas: %w", err)
+	}
+	if len(list.Items) == 0 {
+		return nil, nil
+	}
+	labels, err := r.namespaceLabels(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
+	var out []*quotav1alpha1.TenantQuota
+	for i := range list.Items {
+		q := &list.Items[i]
+		if ok, _ := quota.Selects(q, labels); ok && q.DeletionTimestamp.IsZero() {
+			out = append(out, q)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// namespaceLabels reads a namespace's labels from the metadata cache.
+func (r *Reconciler) namespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	return ns.Labels, nil
+}
+
+// reserveQuotas charges an admission record to the quotas that select the
+// workspace's namespace. Under StrictFIFO a request waits while an older
+// workspace waits for room in one of them on a limit it also needs; a
+// refusal makes it wait with the quota's name and usage; a shrinking
+// request always fits. Nothing to charge, nothing is written.
+func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas []*quotav1alpha1.TenantQuota,
+	rec *workspacesv1.WorkspaceAdmission) (stepResult, error) {
+	obj := w.obj
+	if len(quotas) == 0 {
+		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+		return proceed, nil
+	}
+	req := quotaRequest(w, rec)
+	charge := req.Charge(metav1.Now())
+	names := make([]string, 0, len(quotas))
+	var grows []*quotav1alpha1.TenantQuota
+	for _, q := range quotas {
+		names = append(names, q.Name)
+		if old := quota.Find(q.Status.Charges, obj.UID); old == nil || !quota.SameCharge(*old, charge) {
+			grows = append(grows, q)
+		}
+	}
+	if r.Policy == admission.StrictFIFO && len(grows) > 0 {
+		ahead, err := r.quotaQueueAhead(ctx, obj, grows, charge)
+		if err != nil {
+			return stopWith(0), err
+		}
+		if len(ahead) > 0 {
+			msg := fmt.Sprintf("Waiting behind older workspace(s) waiting for room in the same TenantQuota: %s", strings.Join(ahead, ", "))
+			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
+		}
+	}
+	refusal, err := r.Ledger.Reserve(ctx, names, req)
+	if refusal != nil {
+		return r.quotaWait(w, workspacesv1.QuotaExceededReason, "Waiting for room in "+refusal.Error()), nil
+	}
+	if err != nil {
+		if errors.Is(err, quota.ErrContended) {
+			return stopWith(jitter.JitteredIntervalDuration(time.Second)), nil
+		}
+		return stopWith(0), fmt.Errorf("charging TenantQuotas: %w", err)
+	}
+	conditions.MarkTrue(obj, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaReservedReason,
+		"Charged to TenantQuota %s", strings.Join(names, ", "))
+	return proceed, nil
+}
+
+// quotaWait puts a workspace in Waiting for a quota. It holds no GPUs for
+// the request meanwhile, so QuotaReserved alone says why it waits.
+func (r *Reconciler) quotaWait(w *workspaceRun, reason, msg string) stepResult {
+	conditions.MarkFalse(w.obj, workspacesv1.QuotaReservedCondition, reason, "%s", msg)
+	conditions.Delete(w.obj, workspacesv1.GPUCapacityCondition)
+	waiting(w, msg)
+	w.waitFor(wake.Topic{Kind: waitQuota})
+	return stopWith(jitter.JitteredIntervalDuration(waitingResync))
+}
+
+// quotaQueueAhead lists the older workspaces waiting for room in one of
+// the quotas that the charge waits behind (quota.Ahead).
+func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.WorkspaceDeployment,
+	quotas []*quotav1alpha1.TenantQuota, charge quotav1alpha1.QuotaCharge) ([]string, error) {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceQuotaWait: "true"}); err != nil {
+		return nil, fmt.Errorf("listing workspaces waiting for quotas: %w", err)
+	}
+	var older []*workspacesv1.WorkspaceDeployment
+	for i := range list.Items {
+		v := &list.Items[i]
+		if v.UID != obj.UID && v.DeletionTimestamp.IsZero() && v.Status.Phase == workspacesv1.PhaseWaiting &&
+			v.Status.ResolvedResources != nil && olderThan(v, obj) {
+			older = append(older, v)
+		}
+	}
+	if len(older) == 0 {
+		return nil, nil
+	}
+	sort.Slice(older, func(i, j int) bool { return olderThan(older[i], older[j]) })
+	labels := map[string]map[string]string{}
+	ahead := map[string]bool{}
+	for _, q := range quotas {
+		var selected []*workspacesv1.WorkspaceDeployment
+		var charges []quotav1alpha1.QuotaCharge
+		for _, v := range older {
+			if _, ok := labels[v.Namespace]; !ok {
+				l, err := r.namespaceLabels(ctx, v.Namespace)
+				if err != nil {
+					return nil, err
+				}
+				labels[v.Namespace] = l
+			}
+			if ok, _ := quota.Selects(q, labels[v.Namespace]); ok {
+				selected = append(selected, v)
+				charges = append(charges, waitingCharge(v))
+			}
+		}
+		for _, i := range quota.Ahead(q, charges, charge) {
+			ahead[selected[i].Namespace+"/"+selected[i].Name] = true
+		}
+	}
+	out := make([]string, 0, len(ahead))
+	for k := range ahead {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// waitingCharge is what a waiting workspace would charge, from the
+// resources stamped on its status.
+func waitingCharge(v *workspacesv1.WorkspaceDeployment) quotav1alpha1.QuotaCharge {
+	res := *v.Status.ResolvedResources
+	req := quota.Request{Namespace: v.Namespace, Name: v.Name, UID: v.UID}
+	if g := gpuRequest(res); g != nil {
+		req.GPUs, req.ResourceName, req.Selector = g.Demand(), g.Resource, g.Selector
+		if req.ResourceName == "" {
+			req.ResourceName = gpu.ResourceNVIDIA // a bare gpuCount requests NVIDIA's
+		}
+	}
+	req.CPU, req.Memory = totals(res)
+	return req.Charge(metav1.Now())
+}
+
+// olderThan orders workspaces first come, first served: creation time, then UID.
+func olderThan(a, b *workspacesv1.WorkspaceDeployment) bool {
+	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	}
+	return a.UID < b.UID
+}

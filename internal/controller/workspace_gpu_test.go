@@ -1,0 +1,117 @@
+package controller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+func gpuWorkspace(ns, name, class, cluster, model string, count int32) *workspacesv1.WorkspaceDeployment {
+	w := workspace(ns, name, class, cluster)
+	w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{
+		GPUCount: ptr.To(count), GPUType: ptr.To(model)}}
+	return w
+}
+
+func TestWorkspaceGPUOfferingAbsentFails(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "nogpu")
+	readyCluster(t, ns, "c1")
+	serviceTemplate(t, ns, "tmpl", nil)
+	workspaceClass(t, "g-"+ns, ns, "tmpl", nil)
+	wsd := gpuWorkspace(ns, "dreamer", "g-"+ns, "c1", "B300-"+ns, 1)
+	g.Expect(env.Client.Create(ctx, wsd)).To(Succeed())
+	w := eventuallyPhase(t, client.ObjectKeyFromObject(wsd), workspacesv1.PhaseFailed)
+	c := condition(w, workspacesv1.GPUCapacityCondition)
+	g.Expect(c.Reason).To(Equal(workspacesv1.GPUOfferingUnavailableReason))
+	g.Expect(c.Message).To(ContainSubstring("B300-" + ns))
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-dreamer"}, &k0rdentv1beta1.ServiceSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no ServiceSet for a workspace that cannot be placed")
+}
+
+// TestWorkspaceGPUExhaustedWaitsFirstComeFirstServed fills a 2-GPU node with
+// one workspace; two more wait, and when the first goes the older waiter
+// runs while the younger keeps waiting.
+func TestWorkspaceGPUExhaustedWaitsFirstComeFirstServed(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "fcfs")
+	readyCluster(t, ns, "c1")
+	serviceTemplate(t, ns, "tmpl", nil)
+	workspaceClass(t, "g-"+ns, ns, "tmpl", nil)
+	model := "A100-" + ns
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-a100", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 2)).To(Succeed())
+
+	first := gpuWorkspace(ns, "first", "g-"+ns, "c1", model, 2)
+	g.Expect(env.Client.Create(ctx, first)).To(Succeed())
+	w := eventuallyRunning(t, client.ObjectKeyFromObject(first))
+	g.Expect(string(*w.Status.ResolvedResources.PerReplica.GPUVendor)).To(Equal("NVIDIA"), "vendor inferred from the nodes")
+	vals := releaseValuesEventually(t, "ws-first", w.Status.ServiceEntryName)
+	sched := vals["_exalsius"].(map[string]any)["scheduling"].(map[string]any)["nodeSelector"]
+	g.Expect(sched).To(HaveKeyWithValue("exalsius.ai/gpu-model", model), "the gated selector is the placed one")
+
+	second := gpuWorkspace(ns, "second", "g-"+ns, "c1", model, 2)
+	g.Expect(env.Client.Create(ctx, second)).To(Succeed())
+	w = eventuallyPhase(t, client.ObjectKeyFromObject(second), workspacesv1.PhaseWaiting)
+	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"))
+	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
+	third := gpuWorkspace(ns, "third", "g-"+ns, "c1", model, 2)
+	g.Expect(env.Client.Create(ctx, third)).To(Succeed())
+	eventuallyPhase(t, client.ObjectKeyFromObject(third), workspacesv1.PhaseWaiting)
+	err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-second"}, &k0rdentv1beta1.ServiceSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "a waiting workspace has no release")
+
+	g.Expect(env.Client.Delete(ctx, first)).To(Succeed())
+	eventuallyRunning(t, client.ObjectKeyFromObject(second))
+	g.Consistently(func(g Gomega) {
+		g.Expect(getWorkspace(g, client.ObjectKeyFromObject(third)).Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed(), "the younger waiter keeps waiting")
+}
+
+func releaseValuesEventually(t *testing.T, namespace, release string) map[string]any {
+	t.Helper()
+	var out map[string]any
+	NewWithT(t).Eventually(func(g Gomega) { out = releaseValues(g, namespace, release) }, timeout, 200*time.Millisecond).Should(Succeed())
+	return out
+}
+
+func TestWorkspacePrerequisiteSharedAndInstalledOnce(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "prereq")
+	readyCluster(t, ns, "c1")
+	serviceTemplate(t, ns, "tmpl", nil)
+	serviceTemplate(t, ns, "cert-manager-1-16", map[string]string{"standin.apiary.dev/chart": "prerequisite", "standin.apiary.dev/delay": "2s"})
+	workspaceClass(t, "p-"+ns, ns, "tmpl", func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Prerequisites = []workspacesv1.PrerequisiteSpec{{
+			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "cert-manager-1-16", Namespace: ns},
+			Namespace:       "cert-manager",
+		}}
+	})
+	a := workspace(ns, "alpha", "p-"+ns, "c1")
+	b := workspace(ns, "beta", "p-"+ns, "c1")
+	g.Expect(env.Client.Create(ctx, a)).To(Succeed())
+	g.Expect(env.Client.Create(ctx, b)).To(Succeed())
+	w := eventuallyPhase(t, client.ObjectKeyFromObject(a), workspacesv1.PhaseInstallingPrerequisites)
+	g.Expect(w.Status.Prerequisites).To(ContainElement(HaveField("Phase", workspacesv1.PrerequisiteInstalling)))
+	eventuallyRunning(t, client.ObjectKeyFromObject(a))
+	w = eventuallyRunning(t, client.ObjectKeyFromObject(b))
+	g.Expect(w.Status.Prerequisites).To(ConsistOf(SatisfyAll(
+		HaveField("Name", "cert-manager-1-16"), HaveField("Phase", workspacesv1.PrerequisiteSatisfied),
+		HaveField("Source", workspacesv1.PrerequisiteSourceWorkspace), HaveField("Namespace", "cert-manager"))))
+
+	list := &k0rdentv1beta1.ServiceSetList{}
+	g.Expect(env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"workspaces.exalsius.ai/role": "prerequisite"})).To(Succeed())
+	g.Expect(list.Items).To(HaveLen(1), "one shared prerequisite ServiceSet per cluster")
+	g.Expect(installs(ns, "c1", list.Items[0].Spec.Services[0].Name)).To(Equal(1), "installed once on the child")
+}

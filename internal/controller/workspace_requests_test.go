@@ -1,0 +1,56 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Request budget of a workspace's happy path, from its creation to Running
+// with the ServiceSet deployed, events included (docs/benchmarks.md).
+const (
+	managementRequestsPerWorkspace = 5
+	childRequestsPerWorkspace      = 1
+)
+
+// TestWorkspaceHappyPathRequestBudget creates workspaces on a ready
+// cluster, waits until every one is Running, and counts what Apiary asked
+// of the management cluster (in the workspaces' namespace: the workspace,
+// its status, its ServiceSet, its events) and of the child (the workspace's
+// namespace) per workspace. Nothing else happens in that namespace, so every
+// request counted is one the workspace's path made.
+func TestWorkspaceHappyPathRequestBudget(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "budget")
+	readyCluster(t, ns, "c1")
+	serviceTemplate(t, ns, "tmpl", nil)
+	workspaceClass(t, "budget-"+ns, ns, "tmpl", nil)
+	time.Sleep(time.Second) // let the cluster's own reconciles pass
+
+	const n = 10
+	mark := requests.mark()
+	for i := range n {
+		g.Expect(env.Client.Create(ctx, workspace(ns, fmt.Sprintf("%s-w%d", ns, i), "budget-"+ns, "c1"))).To(Succeed())
+	}
+	for i := range n {
+		eventuallyRunning(t, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("%s-w%d", ns, i)})
+	}
+	time.Sleep(2 * time.Second) // anything still in flight is counted too
+
+	mgmt := requests.since(mark, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns })
+	childNS := "ws-" + ns + "-w"
+	childReqs := requests.since(mark, func(r apiRequest) bool {
+		return r.side == "child" && strings.HasPrefix(r.namespace, childNS)
+	})
+	t.Logf("per %d workspaces: management %v; child %v", n, tally(mgmt), tally(childReqs))
+	g.Expect(len(mgmt)).To(BeNumerically("<=", managementRequestsPerWorkspace*n),
+		"management requests per workspace: %v", tally(mgmt))
+	g.Expect(len(childReqs)).To(BeNumerically("<=", childRequestsPerWorkspace*n),
+		"child requests per workspace: %v", tally(childReqs))
+}

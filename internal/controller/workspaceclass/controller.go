@@ -1,0 +1,181 @@
+package workspaceclass
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/Masterminds/semver/v3"
+	"github.com/fluxcd/pkg/runtime/conditions"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	kerrors "k8s.io/apimachinery/pkg/util/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/values"
+)
+
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses/finalizers,verbs=update
+// +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicetemplates,verbs=get;list;watch
+
+// Reconciler mirrors the validity of a class's ServiceTemplates
+// on the class, and keeps a class that workspaces use from disappearing
+// under them.
+type Reconciler struct {
+	client.Client
+	EventRecorder events.EventRecorder
+}
+
+// Options configure the WorkspaceClass controller.
+type Options struct {
+	MaxConcurrentReconciles int
+}
+
+// Reconcile is the entry point of a WorkspaceClass's reconciliation.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	obj := &workspacesv1.WorkspaceClass{}
+	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, reconciler.IgnoreGone(metrics.KindWorkspaceClass, req, err)
+	}
+	defer metrics.ObserveReconcile(metrics.KindWorkspaceClass, req.NamespacedName, time.Now())
+	sp := reconciler.NewPatcher(r.Client, obj)
+	defer func() {
+		if retErr != nil {
+			conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", retErr)
+			conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", retErr)
+		}
+		// valid and validationError are a verdict on the generation just
+		// evaluated, also when it is "not valid".
+		observed := retErr == nil && obj.DeletionTimestamp.IsZero()
+		if err := reconciler.PatchStatus(ctx, sp, obj, observed); err != nil {
+			retErr = kerrors.NewAggregate([]error{retErr, err})
+		}
+	}()
+
+	if !obj.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
+	}
+	if err := reconciler.EnsureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceClassFinalizer); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, r.validate(ctx, obj)
+}
+
+// validate sets status.valid and the Ready condition from the class's
+// ServiceTemplates and injection paths.
+func (r *Reconciler) validate(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
+	setValid := func(valid bool, reason, msg string) {
+		obj.Status.Valid, obj.Status.ValidationError = valid, ""
+		conditions.Delete(obj, commonv1.ReconcilingCondition)
+		if valid {
+			conditions.MarkTrue(obj, commonv1.ReadyCondition, commonv1.SucceededReason, "%s", msg)
+			conditions.Delete(obj, commonv1.StalledCondition)
+			return
+		}
+		obj.Status.ValidationError = msg
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, reason, "%s", msg)
+	}
+	// The class is immutable: a bad injection path can only be fixed by a new class.
+	if err := errors.Join(values.ValidateInjection(obj.Spec.ResourceInjection), values.ValidateFields(obj.Spec.UserFacingConfig)); err != nil {
+		setValid(false, workspacesv1.InvalidResourceInjectionReason, err.Error())
+		conditions.MarkStalled(obj, workspacesv1.InvalidResourceInjectionReason, "%s", err)
+		return nil
+	}
+	conditions.Delete(obj, commonv1.StalledCondition)
+	refs := []workspacesv1.ServiceTemplateRef{obj.Spec.ServiceTemplate}
+	for _, p := range obj.Spec.Prerequisites {
+		refs = append(refs, p.ServiceTemplate)
+	}
+	for i, ref := range refs {
+		what := "ServiceTemplate"
+		if i > 0 {
+			what = "prerequisite ServiceTemplate"
+		}
+		reason, msg, err := r.checkTemplate(ctx, ref)
+		if err != nil {
+			return err
+		}
+		if reason != "" {
+			setValid(false, reason, what+" "+msg)
+			return nil
+		}
+	}
+	setValid(true, "", fmt.Sprintf("ServiceTemplate %s is valid", plan.TemplateKey(obj.Spec.ServiceTemplate)))
+	return nil
+}
+
+// checkTemplate returns a reason and message when the template is missing,
+// invalid or outside its version constraint.
+func (r *Reconciler) checkTemplate(ctx context.Context, ref workspacesv1.ServiceTemplateRef) (string, string, error) {
+	st := &k0rdentv1beta1.ServiceTemplate{}
+	if err := r.Get(ctx, plan.TemplateKey(ref), st); err != nil {
+		if apierrors.IsNotFound(err) {
+			return workspacesv1.ServiceTemplateNotFoundReason, plan.TemplateKey(ref).String() + " not found", nil
+		}
+		return "", "", fmt.Errorf("reading ServiceTemplate %s: %w", plan.TemplateKey(ref), err)
+	}
+	if !st.Status.Valid {
+		msg := st.Status.ValidationError
+		if msg == "" {
+			msg = "is not valid"
+		}
+		return workspacesv1.ServiceTemplateInvalidReason, fmt.Sprintf("%s: %s", plan.TemplateKey(ref), msg), nil
+	}
+	if ref.VersionConstraint == "" {
+		return "", "", nil
+	}
+	constraint, err := semver.NewConstraint(ref.VersionConstraint)
+	if err != nil {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: versionConstraint %q: %s", plan.TemplateKey(ref), ref.VersionConstraint, err), nil
+	}
+	version, err := semver.NewVersion(st.Spec.Version)
+	if err != nil {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: version %q is not semantic, so versionConstraint %q cannot hold", plan.TemplateKey(ref), st.Spec.Version, ref.VersionConstraint), nil
+	}
+	if !constraint.Check(version) {
+		return workspacesv1.ServiceTemplateInvalidReason,
+			fmt.Sprintf("%s: version %s does not satisfy %q", plan.TemplateKey(ref), version, ref.VersionConstraint), nil
+	}
+	return "", "", nil
+}
+
+// reconcileDelete holds the class while workspaces use it.
+func (r *Reconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceClass: obj.Name}); err != nil {
+		return fmt.Errorf("listing workspaces of class %s: %w", obj.Name, err)
+	}
+	var users []string
+	for _, w := range list.Items {
+		users = append(users, w.Namespace+"/"+w.Name)
+	}
+	if len(users) > 0 {
+		sort.Strings(users)
+		shown := users
+		if len(shown) > 10 {
+			shown = append(shown[:10:10], fmt.Sprintf("and %d more", len(users)-10))
+		}
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, workspacesv1.ClassInUseReason,
+			"deletion waits: the class is used by %d workspaces: %s", len(users), strings.Join(shown, ", "))
+		conditions.MarkReconciling(obj, workspacesv1.ClassInUseReason, "waiting for %d workspaces to go", len(users))
+		return nil
+	}
+	controllerutil.RemoveFinalizer(obj, workspacesv1.WorkspaceClassFinalizer)
+	return nil
+}
