@@ -83,6 +83,12 @@ type Config struct {
 	ClusterWide bool
 }
 
+// Names of the entries other parts of the manager look for.
+const (
+	ColonyEntry    = "colony"
+	WorkspaceEntry = "workspacedeployment"
+)
+
 // Entry is one controller or runner: its name (a controller's name), the
 // kinds it needs served, and how it is added to the manager.
 type Entry struct {
@@ -117,7 +123,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	}
 
 	entries := []Entry{{
-		Name:     "colony",
+		Name:     ColonyEntry,
 		Requires: withFlux(clusterDeploymentKind),
 		Setup: func(mgr ctrl.Manager) error {
 			return (&colony.Reconciler{
@@ -138,7 +144,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 		})
 	}
 	entries = append(entries, Entry{
-		Name:     "workspacedeployment",
+		Name:     WorkspaceEntry,
 		Requires: withFlux(clusterDeploymentKind, serviceSetKind, serviceTemplateKind, tenantQuotaKind),
 		Setup: func(mgr ctrl.Manager) error {
 			return (&workspace.Reconciler{

@@ -3,6 +3,7 @@ package manager
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/apiaryhq/apiary/internal/controller"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/preflight"
 	"github.com/apiaryhq/apiary/internal/version"
@@ -38,8 +39,8 @@ func setMetricsSource(mgr ctrl.Manager, opts Options, d *deps, gates []*prefligh
 	}
 	metrics.SetSource(&metrics.Source{
 		Reader:     mgr.GetCache(),
-		Colonies:   open("colony"),
-		Workspaces: open("workspaces"),
+		Colonies:   open(controller.ColonyEntry),
+		Workspaces: open(controller.WorkspaceEntry),
 		Children:   d.children,
 	})
 }

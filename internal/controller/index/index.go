@@ -1,7 +1,7 @@
 // Package index registers the field indexes of the manager's cache that
 // several controllers list by, once, before the controllers start: the
 // workspaces of a class, of a cluster, of a regional cluster, of a values
-// object, and those waiting for a quota or a shard. A controller's own
+// object, and those waiting for a quota. A controller's own
 // indexes stay with it.
 package index
 
@@ -30,9 +30,6 @@ const (
 	// WorkspaceQuotaWait: "true" for the workspaces whose QuotaReserved
 	// condition is False (the queues of quotas).
 	WorkspaceQuotaWait = ".status.conditions.quotaReserved"
-	// WorkspaceShardWait: "true" for the workspaces whose ShardAssigned
-	// condition is False.
-	WorkspaceShardWait = ".status.conditions.shardAssigned"
 )
 
 // True is the value of the condition indexes for a workspace that waits.
@@ -71,7 +68,6 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 			return nil
 		}),
 		WorkspaceQuotaWait: falseCondition(workspacesv1.QuotaReservedCondition),
-		WorkspaceShardWait: falseCondition(workspacesv1.ShardAssignedCondition),
 	} {
 		if err := indexer.IndexField(ctx, &workspacesv1.WorkspaceDeployment{}, field, f); err != nil {
 			return fmt.Errorf("indexing workspaces by %s: %w", field, err)

@@ -3,11 +3,9 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -44,12 +42,12 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	}
 	rec := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
 	rec.CPU, rec.Memory = totals(w.resolved)
-	if inForce != nil && sameGPUs(inForce, req) && sameCharge(inForce, rec) {
+	if inForce != nil && admission.SameGPUs(inForce, req) && admission.SameCharge(inForce, rec) {
 		stampPreviousVendor(w)
 		r.keepAdmission(w, inForce, req)
 		return proceed, nil
 	}
-	keep := inForce != nil && keepsGPUs(inForce, req)
+	keep := inForce != nil && admission.Keeps(inForce, req)
 	if keep {
 		stampPreviousVendor(w)
 	}
@@ -63,7 +61,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 			r.feasibilityFor(ctx, w) // before its first admission, as the exalsius operator does
 		}
 	case keep:
-		rec.ResourceName, rec.Placement = inForce.ResourceName, trimPlacement(inForce.Placement, req.Replicas)
+		rec.ResourceName, rec.Placement = inForce.ResourceName, admission.TrimPlacement(inForce.Placement, req.Replicas)
 	default:
 		cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
 		if err != nil {
@@ -90,7 +88,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 		if decision.Outcome != admission.Admit {
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}
-		rec.ResourceName, rec.Placement = decision.Resource, placementRecord(decision.Placement)
+		rec.ResourceName, rec.Placement = decision.Resource, admission.PlacementRecord(decision.Placement)
 	}
 	if req != nil {
 		rec.GPUsPerReplica, rec.Replicas, rec.Selector = req.PerReplica, req.Replicas, req.Selector
@@ -126,7 +124,7 @@ func (r *Reconciler) keepAdmission(w *workspaceRun, a *workspacesv1.WorkspaceAdm
 	case req == nil:
 		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
 	case !conditions.IsTrue(obj, workspacesv1.GPUCapacityCondition):
-		conditions.MarkTrue(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ResourcesAvailableReason, "%s", placementMessage(a))
+		conditions.MarkTrue(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ResourcesAvailableReason, "%s", admission.PlacementMessage(a))
 	}
 	obj.Status.Admission = a
 }
@@ -165,7 +163,7 @@ func stampPreviousVendor(w *workspaceRun) {
 func (r *Reconciler) markAdmitted(w *workspaceRun, rec *workspacesv1.WorkspaceAdmission, d admission.Decision) {
 	obj := w.obj
 	if rec.GPUsPerReplica > 0 {
-		msg := placementMessage(rec)
+		msg := admission.PlacementMessage(rec)
 		if d.Matching > 0 {
 			msg = fmt.Sprintf("%s (%d of %d GPUs free on %d matching node(s))", msg, d.Free, d.Total, d.Matching)
 		}
@@ -173,70 +171,6 @@ func (r *Reconciler) markAdmitted(w *workspaceRun, rec *workspacesv1.WorkspaceAd
 	} else {
 		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
 	}
-}
-
-func placementMessage(a *workspacesv1.WorkspaceAdmission) string {
-	var nodes []string
-	for _, p := range a.Placement {
-		nodes = append(nodes, fmt.Sprintf("%s×%d", p.Node, p.Replicas))
-	}
-	return fmt.Sprintf("%d %s GPU(s) per replica for %d replica(s) reserved on %s", a.GPUsPerReplica, a.ResourceName, a.Replicas, strings.Join(nodes, ", "))
-}
-
-// sameGPUs reports whether an admission is for exactly this GPU request.
-func sameGPUs(a *workspacesv1.WorkspaceAdmission, req *admission.Request) bool {
-	if req == nil {
-		return a.GPUsPerReplica <= 0
-	}
-	return keepsGPUs(a, req) && req.PerReplica == a.GPUsPerReplica && req.Replicas == a.Replicas
-}
-
-// keepsGPUs reports whether an admission covers a request without a new
-// look at the cluster: the same GPUs, or fewer of them per replica or fewer
-// replicas on the same selector and resource, each in its old slot (a
-// request that shrinks never waits).
-func keepsGPUs(a *workspacesv1.WorkspaceAdmission, req *admission.Request) bool {
-	if req == nil {
-		return true
-	}
-	if a.GPUsPerReplica <= 0 || (req.Resource != "" && req.Resource != a.ResourceName) ||
-		!equality.Semantic.DeepEqual(normSelector(req.Selector), normSelector(a.Selector)) {
-		return false
-	}
-	return req.PerReplica <= a.GPUsPerReplica && req.Replicas <= a.Replicas
-}
-
-func normSelector(s map[string]string) map[string]string {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
-}
-
-// trimPlacement keeps the first replicas of a placement.
-func trimPlacement(p []workspacesv1.GPUPlacement, replicas int32) []workspacesv1.GPUPlacement {
-	var out []workspacesv1.GPUPlacement
-	for _, e := range p {
-		if replicas <= 0 {
-			break
-		}
-		n := min(e.Replicas, replicas)
-		out = append(out, workspacesv1.GPUPlacement{Node: e.Node, Replicas: n})
-		replicas -= n
-	}
-	return out
-}
-
-// sameCharge reports whether an admission charges quotas as a new record would.
-func sameCharge(a, rec *workspacesv1.WorkspaceAdmission) bool {
-	return sameQuantity(a.CPU, rec.CPU) && sameQuantity(a.Memory, rec.Memory)
-}
-
-func sameQuantity(a, b *resource.Quantity) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
-	}
-	return a.Cmp(*b) == 0
 }
 
 // totals are the CPU and memory of all replicas of resolved resources.

@@ -130,7 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// The shard acts: a wait it reported is over.
 	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
-		summarizeWorkspace(obj, retErr)
+		status.Summarize(obj, retErr)
 		patchErr := reconciler.PatchStatus(ctx, sp, obj, false)
 		if patchErr != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, patchErr})
@@ -173,7 +173,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconciler.Patcher) (ctrl.Result, error) {
 	obj := w.obj
 	w.persist = func(ctx context.Context) error {
-		summarizeWorkspace(obj, nil)
+		status.Summarize(obj, nil)
 		return reconciler.PatchStatus(ctx, sp, obj, false)
 	}
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
@@ -254,7 +254,7 @@ func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase work
 	if obj.Status.Phase == workspacesv1.PhaseWaiting {
 		reason = status.WaitingReason(obj)
 	}
-	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", truncate(obj.Status.Message, 1000))
+	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", reconciler.Truncate(obj.Status.Message, 1000))
 }
 
 // quietPhase reports the phases a workspace passes through on its way to
@@ -282,17 +282,4 @@ func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
 	return "workspace/" + obj.Namespace + "/" + obj.Name
-}
-
-// routesWatchOwner owns the Gateway watches of a workspace's routes, on its
-// regional cluster and, with waypoints, on its child.
-func routesWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {
-	return "routes/" + obj.Namespace + "/" + obj.Name
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

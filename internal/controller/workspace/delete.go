@@ -5,22 +5,19 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
-	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/naming"
-	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -84,7 +81,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 		obj.Status.Message = "deleting the workspace's routes on the regional cluster"
 		regional, _ = naming.ParseKey(obj.Status.Routes.Cluster)
 	}
-	done, err := r.dropRoutes(ctx, obj)
+	done, err := r.routing.Drop(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's routes: %w", err)
 	}
@@ -109,14 +106,16 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 	if !done {
 		return r.awaitRemoval(w), nil
 	}
-	if err := r.releaseQuotas(ctx, obj); err != nil {
-		return ctrl.Result{}, err
+	if r.Ledger != nil {
+		if err := r.Ledger.ReleaseAll(ctx, obj.UID); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	cdKey := plan.ClusterKey(obj)
 	r.forget(cdKey, obj)
 	if r.Children != nil {
 		r.Children.Release(cdKey, workspaceWatchOwner(obj))
-		r.Children.ReleaseElsewhere(routesWatchOwner(obj))
+		r.Children.ReleaseElsewhere(routing.WatchOwner(obj))
 	}
 	obj.Status.Message = "deleting the workspace's namespace on the child cluster"
 	if err := r.deleteChildNamespace(ctx, obj, cdKey); err != nil {
@@ -134,69 +133,6 @@ func (r *Reconciler) awaitRemoval(w *workspaceRun) ctrl.Result {
 	return ctrl.Result{RequeueAfter: 5 * time.Second}
 }
 
-// dropRoutes deletes the routes recorded on the workspace's status from
-// their regional cluster (routes and Services first, awaited, so that their
-// pool ports are free; then the namespace, not awaited), frees the
-// workspace's pool ports and forgets the routes. A regional cluster that is
-// gone or going takes its routes with it. It reports done=false while routes
-// remain.
-func (r *Reconciler) dropRoutes(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (bool, error) {
-	self := client.ObjectKeyFromObject(obj)
-	release := func() {
-		if r.ports != nil {
-			r.ports.Release(self)
-		}
-	}
-	rs := obj.Status.Routes
-	if rs == nil {
-		release()
-		return true, nil
-	}
-	key, ok := naming.ParseKey(rs.Cluster)
-	if ok && r.RouteSinks != nil && rs.Delivery != nil && rs.Delivery.Inventory != nil && len(rs.Delivery.Inventory.Entries) > 0 {
-		cd := &k0rdentv1beta1.ClusterDeployment{}
-		err := r.Get(ctx, key, cd)
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return false, fmt.Errorf("reading regional ClusterDeployment %s: %w", key, err)
-		case cd.DeletionTimestamp.IsZero():
-			sink, err := r.RouteSinks.For(ctx, key)
-			if err != nil {
-				return false, err
-			}
-			routes, namespaces := splitNamespaces(rs.Delivery.Inventory)
-			done, err := sink.Delete(ctx, routesOwner(obj), routes)
-			if err != nil {
-				return false, fmt.Errorf("deleting the routes on regional cluster %s: %w", key, err)
-			}
-			if !done {
-				return false, nil
-			}
-			// A namespace terminates on its own; its deletion is not awaited.
-			if _, err := sink.Delete(ctx, routesOwner(obj), namespaces); err != nil {
-				return false, fmt.Errorf("deleting the routes' namespace on regional cluster %s: %w", key, err)
-			}
-		}
-	}
-	release()
-	obj.Status.Routes = nil
-	return true, nil
-}
-
-// splitNamespaces splits an inventory into its namespaces and the rest.
-func splitNamespaces(inv *commonv1.ResourceInventory) (rest, namespaces *commonv1.ResourceInventory) {
-	rest, namespaces = &commonv1.ResourceInventory{}, &commonv1.ResourceInventory{}
-	for _, e := range inv.Entries {
-		if id, err := delivery.ParseID(e.ID); err == nil && id.Group == "" && id.Kind == "Namespace" {
-			namespaces.Entries = append(namespaces.Entries, e)
-			continue
-		}
-		rest.Entries = append(rest.Entries, e)
-	}
-	return rest, namespaces
-}
-
 // deleteChildNamespace deletes ws-<name> on the child when it is the
 // workspace's. It is skipped when the cluster is gone or going: its teardown
 // removes everything.
@@ -211,44 +147,5 @@ func (r *Reconciler) deleteChildNamespace(ctx context.Context, obj *workspacesv1
 	if !cd.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	c, err := r.Children.Client(ctx, cdKey)
-	if err != nil {
-		return fmt.Errorf("reaching cluster %s to delete the workspace's namespace: %w", cdKey, err)
-	}
-	ns := &corev1.Namespace{}
-	if err := c.Get(ctx, client.ObjectKey{Name: childNamespace(obj.Name)}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil
-		}
-		return fmt.Errorf("reading namespace %s on %s: %w", childNamespace(obj.Name), cdKey, err)
-	}
-	if ns.Labels[plan.WorkspaceLabel] != obj.Name || ns.Labels[plan.WorkspaceOwnerNamespaceLabel] != naming.LabelValue(obj.Namespace) {
-		return nil
-	}
-	if err := c.Delete(ctx, ns); client.IgnoreNotFound(err) != nil {
-		return fmt.Errorf("deleting namespace %s on %s: %w", ns.Name, cdKey, err)
-	}
-	return nil
-}
-
-// releaseQuotas removes a deleted workspace's charges from every quota
-// that holds one.
-func (r *Reconciler) releaseQuotas(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) error {
-	if r.Ledger == nil {
-		return nil
-	}
-	list := &quotav1alpha1.TenantQuotaList{}
-	if err := r.List(ctx, list); err != nil {
-		return fmt.Errorf("listing TenantQuotas: %w", err)
-	}
-	var names []string
-	for i := range list.Items {
-		if quota.Find(list.Items[i].Status.Charges, obj.UID) != nil {
-			names = append(names, list.Items[i].Name)
-		}
-	}
-	if err := r.Ledger.Release(ctx, names, obj.UID); err != nil {
-		return fmt.Errorf("releasing the workspace's quota charges: %w", err)
-	}
-	return nil
+	return r.namespaces.Delete(ctx, obj, cdKey)
 }

@@ -43,34 +43,6 @@ func gpuRequest(res workspacesv1.WorkspaceResourceSpec) *admission.Request {
 	return req
 }
 
-// recordedRequest is the GPU request of an admission record.
-func recordedRequest(a *workspacesv1.WorkspaceAdmission) *admission.Admission {
-	if a == nil || a.GPUsPerReplica <= 0 || a.Replicas <= 0 {
-		return nil
-	}
-	out := &admission.Admission{Request: admission.Request{Selector: a.Selector, Resource: a.ResourceName,
-		PerReplica: a.GPUsPerReplica, Replicas: a.Replicas}}
-	for _, p := range a.Placement {
-		for range p.Replicas {
-			out.Placement = append(out.Placement, admission.Slot{Node: p.Node, GPUs: a.GPUsPerReplica})
-		}
-	}
-	return out
-}
-
-// placementRecord groups the slots of a placement by consecutive node.
-func placementRecord(slots []admission.Slot) []workspacesv1.GPUPlacement {
-	var out []workspacesv1.GPUPlacement
-	for _, s := range slots {
-		if n := len(out); n > 0 && out[n-1].Node == s.Node {
-			out[n-1].Replicas++
-			continue
-		}
-		out = append(out, workspacesv1.GPUPlacement{Node: s.Node, Replicas: 1})
-	}
-	return out
-}
-
 // decideGPUs reads the child cluster's nodes and pods and plans the
 // cluster's queue with the workspace's request in it. The caller holds the
 // cluster's lock. stop is set, with the step's result, when the child
@@ -113,7 +85,7 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
-		out.Admitted = recordedRequest(a)
+		out.Admitted = admission.Recorded(a)
 	}
 	if a == nil && !candidate && delivered(s) && s.Status.ResolvedResources != nil {
 		// Delivered before admissions were recorded (an upgrade, or another

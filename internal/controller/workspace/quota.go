@@ -10,8 +10,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/jitter"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -28,46 +26,13 @@ import (
 // +kubebuilder:rbac:groups=quota.apiary.dev,resources=tenantquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.apiary.dev,resources=tenantquotas/status,verbs=get;update;patch
 
-// quotasOf returns the TenantQuotas that select a namespace, from the
-// cache, by name. A quota whose selector does not parse selects nothing
-// (its own status says so).
+// quotasOf returns the TenantQuotas that select a namespace; none when
+// quotas are not enforced.
 func (r *Reconciler) quotasOf(ctx context.Context, namespace string) ([]*quotav1alpha1.TenantQuota, error) {
 	if r.Ledger == nil {
 		return nil, nil
 	}
-	list := &quotav1alpha1.TenantQuotaList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil, fmt.Errorf("listing TenantQuotas: %w", err)
-	}
-	if len(list.Items) == 0 {
-		return nil, nil
-	}
-	labels, err := r.namespaceLabels(ctx, namespace)
-	if err != nil {
-		return nil, err
-	}
-	var out []*quotav1alpha1.TenantQuota
-	for i := range list.Items {
-		q := &list.Items[i]
-		if ok, _ := quota.Selects(q, labels); ok && q.DeletionTimestamp.IsZero() {
-			out = append(out, q)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-// namespaceLabels reads a namespace's labels from the metadata cache.
-func (r *Reconciler) namespaceLabels(ctx context.Context, namespace string) (map[string]string, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
-	}
-	return ns.Labels, nil
+	return quota.Of(ctx, r.Client, namespace)
 }
 
 // reserveQuotas charges an admission record to the quotas that select the
@@ -154,7 +119,7 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 		var charges []quotav1alpha1.QuotaCharge
 		for _, v := range older {
 			if _, ok := labels[v.Namespace]; !ok {
-				l, err := r.namespaceLabels(ctx, v.Namespace)
+				l, err := quota.NamespaceLabels(ctx, r.Client, v.Namespace)
 				if err != nil {
 					return nil, err
 				}

@@ -9,9 +9,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -57,7 +57,7 @@ func (r *Reconciler) serviceSetSnapshot(ctx context.Context, obj *workspacesv1.W
 // events of the workspace, five at most. Events are read uncached, once per
 // failure.
 func (r *Reconciler) recentEvents(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, reason, msg string) []workspacesv1.EventSnapshot {
-	out := []workspacesv1.EventSnapshot{{LastSeen: metav1.Now(), Type: corev1.EventTypeWarning, Reason: reason, Message: truncate(msg, 1024)}}
+	out := []workspacesv1.EventSnapshot{{LastSeen: metav1.Now(), Type: corev1.EventTypeWarning, Reason: reason, Message: reconciler.Truncate(msg, 1024)}}
 	if r.APIReader == nil {
 		return out
 	}
@@ -84,40 +84,7 @@ func (r *Reconciler) recentEvents(ctx context.Context, obj *workspacesv1.Workspa
 		if len(out) == 5 {
 			break
 		}
-		out = append(out, workspacesv1.EventSnapshot{LastSeen: seen(e), Type: e.Type, Reason: e.Reason, Message: truncate(e.Message, 1024)})
+		out = append(out, workspacesv1.EventSnapshot{LastSeen: seen(e), Type: e.Type, Reason: e.Reason, Message: reconciler.Truncate(e.Message, 1024)})
 	}
 	return out
-}
-
-// summarizeWorkspace derives Ready, Reconciling and Stalled from the phase
-// and the outcome of the reconciliation.
-func summarizeWorkspace(obj *workspacesv1.WorkspaceDeployment, err error) {
-	phase := obj.Status.Phase
-	switch {
-	case !obj.DeletionTimestamp.IsZero():
-		conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.DeletingReason, "%s", obj.Status.Message)
-		conditions.MarkReconciling(obj, commonv1.DeletingReason, "%s", obj.Status.Message)
-		conditions.Delete(obj, commonv1.StalledCondition)
-	case err != nil:
-		conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", err)
-		conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", err)
-		conditions.Delete(obj, commonv1.StalledCondition)
-	case obj.Spec.Suspend:
-		// A suspended workspace keeps the status it had.
-	case phase == workspacesv1.PhaseFailed:
-		conditions.MarkFalse(obj, commonv1.ReadyCondition, conditions.GetReason(obj, commonv1.StalledCondition), "%s", obj.Status.Message)
-		conditions.Delete(obj, commonv1.ReconcilingCondition)
-	case phase == workspacesv1.PhaseRunning:
-		conditions.MarkTrue(obj, commonv1.ReadyCondition, workspacesv1.DeploymentReadyReason, "Workspace is running")
-		conditions.Delete(obj, commonv1.ReconcilingCondition)
-		conditions.Delete(obj, commonv1.StalledCondition)
-	default:
-		conditions.MarkFalse(obj, commonv1.ReadyCondition, string(phase), "%s", obj.Status.Message)
-		conditions.MarkReconciling(obj, string(phase), "%s", obj.Status.Message)
-		conditions.Delete(obj, commonv1.StalledCondition)
-	}
-	// A workspace that deploys again, or runs, has recovered.
-	if phase == workspacesv1.PhaseDeploying || phase == workspacesv1.PhaseRunning {
-		obj.Status.FailureContext = nil
-	}
 }

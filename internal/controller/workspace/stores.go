@@ -7,11 +7,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/admission"
+	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
 	"github.com/apiaryhq/apiary/internal/ownwrites"
 	"github.com/apiaryhq/apiary/internal/wake"
-	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
 // stores are what the workspace controller keeps in memory between
@@ -21,23 +23,25 @@ type stores struct {
 	// gate serialises GPU admissions per cluster and remembers the ones
 	// the cache does not hold yet.
 	gate *gpuGate
-	// rendered keeps each workspace's last rendering.
-	rendered renderCache
-	// ports hands out the TCP ports of regional clusters' pools.
-	ports *access.Ledger
+	// desired renders workspaces and keeps each one's last rendering.
+	desired *desired.Renderer
+	// prerequisites installs the shared prerequisites of classes.
+	prerequisites *prerequisites.Installer
+	// routing publishes workspaces' routes and holds the ports of
+	// regional clusters' pools they were given.
+	routing *routing.Router
 	// waits holds what each workspace waits for (waits.go).
 	waits *wake.Waits
 	// written holds the workspaces as this manager last wrote them, until
 	// the cache has those writes.
 	written *ownwrites.Memory[*workspacesv1.WorkspaceDeployment]
-	// enrolled remembers the labels last given to each workspace's child
-	// namespace (by UID), so that a namespace is read again only when they
-	// change: at start, and when the mesh configuration changed.
-	enrolled sync.Map
+	// namespaces keeps the workspaces' namespaces on their child clusters
+	// and remembers which it made sure of.
+	namespaces *childns.Namespaces
 }
 
 func newStores() stores {
-	return stores{gate: newGPUGate(), ports: access.NewLedger(), waits: wake.New(),
+	return stores{gate: newGPUGate(), waits: wake.New(),
 		written: ownwrites.New[*workspacesv1.WorkspaceDeployment](0)}
 }
 
@@ -45,9 +49,8 @@ func newStores() stores {
 func (s *stores) forget(cd types.NamespacedName, obj *workspacesv1.WorkspaceDeployment) {
 	key := client.ObjectKeyFromObject(obj)
 	s.gate.forget(cd, obj.UID)
-	s.rendered.forget(key)
-	s.ports.Release(key)
-	s.enrolled.Delete(obj.UID)
+	s.desired.Forget(key)
+	s.namespaces.Forget(obj.UID)
 	s.written.Forget(obj.UID)
 	s.waits.Forget(key)
 }
@@ -105,45 +108,4 @@ func (g *gpuGate) forget(cd types.NamespacedName, uid types.UID) {
 // gate must see it.
 func (g *gpuGate) admissionOf(cd types.NamespacedName, s *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceAdmission {
 	return g.assumptions(cd).Current(string(s.UID), s.ResourceVersion, s.Status.Admission)
-}
-
-// renderCache keeps each workspace's last rendering, keyed by a fingerprint
-// of its inputs, so a steady-state reconcile neither re-reads values Secrets
-// nor re-renders. It holds the objects encoded (JSON), about a quarter of
-// the memory of the decoded maps, and decodes them afresh for every use.
-type renderCache struct {
-	mu      sync.Mutex
-	entries map[types.NamespacedName]*renderedSet
-}
-
-// renderedSet is a desiredSet as the render cache keeps it.
-type renderedSet struct {
-	fingerprint string
-	digest      string
-	objects     [][]byte
-	injected    []values.Overwrite
-}
-
-func (c *renderCache) get(key types.NamespacedName, fingerprint string) *renderedSet {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e := c.entries[key]; e != nil && e.fingerprint == fingerprint {
-		return e
-	}
-	return nil
-}
-
-func (c *renderCache) put(key types.NamespacedName, e *renderedSet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.entries == nil {
-		c.entries = map[types.NamespacedName]*renderedSet{}
-	}
-	c.entries[key] = e
-}
-
-func (c *renderCache) forget(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.entries, key)
 }

@@ -29,7 +29,11 @@ import (
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/index"
+	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/priority"
 	"github.com/apiaryhq/apiary/internal/quota"
@@ -45,6 +49,13 @@ import (
 // that routed workspaces read.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r.stores = newStores()
+	r.prerequisites = &prerequisites.Installer{Reader: r.Client, EventRecorder: r.EventRecorder, Bundles: r.Bundles,
+		Sink: r.Sink, Settings: r.Settings, Installs: r.Installs}
+	r.desired = &desired.Renderer{Reader: r.Client, APIReader: r.APIReader, Bundles: r.Bundles, Settings: r.Settings, Scheme: r.Scheme()}
+	r.namespaces = &childns.Namespaces{Children: r.Children, Mesh: r.Mesh}
+	r.routing = &routing.Router{Client: r.Client, Children: r.Children, Sinks: r.RouteSinks, Bundles: r.Bundles,
+		Settings: r.Settings, Gateway: r.Gateway, Mesh: r.Mesh, SyncReader: r.SyncReader, Ports: access.NewLedger(),
+		Stripe: r.portStripe()}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workspacedeployment").
 		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
@@ -96,10 +107,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}); ok {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesink.OwnerKind), &handler.EnqueueRequestForObject{}))
 	}
-	b, err := r.setupShardWatches(mgr, b)
-	if err != nil {
-		return err
-	}
+	b = r.setupShardWatches(b)
 	return b.Complete(r)
 }
 
@@ -366,23 +374,14 @@ func (r *Reconciler) shardWaiters(context.Context, client.Object) []reconcile.Re
 
 // setupShardWatches adds the watches sharding needs: Colonies (claims,
 // releases, new clusters) and the shards' Leases.
-func (r *Reconciler) setupShardWatches(mgr ctrl.Manager, b *ctrl.Builder) (*ctrl.Builder, error) {
+func (r *Reconciler) setupShardWatches(b *ctrl.Builder) *ctrl.Builder {
 	if !r.Shards.Enabled() {
-		return b, nil
-	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &workspacesv1.WorkspaceDeployment{}, index.WorkspaceShardWait,
-		func(o client.Object) []string {
-			if conditions.IsFalse(o.(*workspacesv1.WorkspaceDeployment), workspacesv1.ShardAssignedCondition) {
-				return []string{"true"}
-			}
-			return nil
-		}); err != nil {
-		return nil, err
+		return b
 	}
 	return b.
 		Watches(&infrav1.Colony{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfColony)),
 			holderOrSpecChanged()).
-		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.shardWaiters), builder.WithPredicates(r.Shards.LeaseEvents())), nil
+		Watches(&coordinationv1.Lease{}, handler.EnqueueRequestsFromMapFunc(r.shardWaiters), builder.WithPredicates(r.Shards.LeaseEvents()))
 }
 
 // holderOrSpecChanged passes a holder object's creation, deletion, spec

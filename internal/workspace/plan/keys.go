@@ -5,6 +5,7 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/naming"
 )
 
 // Labels of what Apiary creates for a workspace: its ServiceSet, and its
@@ -36,4 +37,14 @@ func TemplateKey(ref workspacesv1.ServiceTemplateRef) types.NamespacedName {
 		ns = k0rdentv1beta1.SystemNamespace
 	}
 	return types.NamespacedName{Namespace: ns, Name: ref.Name}
+}
+
+// NamespaceLabels are the labels of a workspace's namespace on its child
+// cluster (the mesh adds its own).
+func NamespaceLabels(obj *workspacesv1.WorkspaceDeployment) map[string]string {
+	return map[string]string{
+		WorkspaceLabel:               obj.Name,
+		WorkspaceOwnerNamespaceLabel: naming.LabelValue(obj.Namespace),
+		ManagedByLabel:               "apiary",
+	}
 }

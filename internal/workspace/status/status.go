@@ -1,5 +1,7 @@
-// Package status reads a WorkspaceDeployment's status the way more than one
-// part of Apiary needs it: the controller's events and the metrics.
+// Package status reads and summarises a WorkspaceDeployment's status the way
+// more than one part of Apiary needs it: the kstatus conditions the
+// controller derives from the phase (Summarize), and the reason a waiting
+// workspace waits, for its events and the metrics (WaitingReason).
 package status
 
 import (

@@ -1,4 +1,4 @@
-package workspace
+package prerequisite
 
 import (
 	"context"
@@ -36,15 +36,15 @@ type sharedInstall struct {
 // after want's template, whatever its labels), those whose template is want
 // or has its key, the best by prerequisite.Pick, as this process last
 // delivered it when its cache does not show that yet. nil when there is none.
-func (r *Reconciler) sharedInstall(ctx context.Context, id prerequisite.ID, want prerequisite.Template) (*sharedInstall, error) {
-	sets, err := prerequisite.ServiceSets(ctx, r.Client, types.NamespacedName{Namespace: id.Namespace, Name: id.Cluster})
+func (in *Installer) sharedInstall(ctx context.Context, id prerequisite.ID, want prerequisite.Template) (*sharedInstall, error) {
+	sets, err := prerequisite.ServiceSets(ctx, in.Reader, types.NamespacedName{Namespace: id.Namespace, Name: id.Cluster})
 	if err != nil {
 		return nil, err
 	}
 	legacy := plan.PrerequisiteServiceSetName(id.Cluster, want.Name)
 	if !slices.ContainsFunc(sets, func(ss k0rdentv1beta1.ServiceSet) bool { return ss.Name == legacy }) {
 		ss := &k0rdentv1beta1.ServiceSet{}
-		switch err := r.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: legacy}, ss); {
+		switch err := in.Reader.Get(ctx, client.ObjectKey{Namespace: id.Namespace, Name: legacy}, ss); {
 		case err == nil:
 			sets = append(sets, *ss)
 		case !apierrors.IsNotFound(err):
@@ -59,7 +59,7 @@ func (r *Reconciler) sharedInstall(ctx context.Context, id prerequisite.ID, want
 		if ss.Spec.Cluster != id.Cluster || entry == nil {
 			continue
 		}
-		t, err := prerequisite.InstalledTemplate(ctx, r.Client, ss.Namespace, entry.Template)
+		t, err := prerequisite.InstalledTemplate(ctx, in.Reader, ss.Namespace, entry.Template)
 		if err != nil {
 			return nil, err
 		}
@@ -67,7 +67,7 @@ func (r *Reconciler) sharedInstall(ctx context.Context, id prerequisite.ID, want
 			continue
 		}
 		cands = append(cands, prerequisite.Candidate{ServiceSet: ss.Name, Release: entry.Name, Namespace: entry.Namespace,
-			Template: t, Deleting: !ss.DeletionTimestamp.IsZero() || r.Installs.Removing(ss.Namespace, ss.Name)})
+			Template: t, Deleting: !ss.DeletionTimestamp.IsZero() || in.Installs.Removing(ss.Namespace, ss.Name)})
 		objs = append(objs, ss)
 	}
 	var cached *prerequisite.Candidate
@@ -75,7 +75,7 @@ func (r *Reconciler) sharedInstall(ctx context.Context, id prerequisite.ID, want
 	if i := prerequisite.Pick(cands); i >= 0 {
 		cached, obj = &cands[i], objs[i]
 	}
-	cur, pending := r.Installs.Current(id, cached)
+	cur, pending := in.Installs.Current(id, cached)
 	if cur == nil {
 		return nil, nil
 	}
@@ -88,9 +88,9 @@ func (r *Reconciler) sharedInstall(ctx context.Context, id prerequisite.ID, want
 // useSharedInstall checks a prerequisite against the install that serves
 // it: a namespace the class insists on, a removal under way, and what
 // prerequisite.Decide says of the versions. An upgrade is delivered here.
-func (r *Reconciler) useSharedInstall(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec,
-	c prereqCheck, id prerequisite.ID, want prerequisite.Template, inst *sharedInstall) (prereqCheck, error) {
-	c.status.Namespace = inst.Namespace
+func (in *Installer) useSharedInstall(ctx context.Context, t *Target, p workspacesv1.PrerequisiteSpec,
+	c Check, id prerequisite.ID, want prerequisite.Template, inst *sharedInstall) (Check, error) {
+	c.Status.Namespace = inst.Namespace
 	if namespaceConflict(&c, p) {
 		return c, nil
 	}
@@ -98,28 +98,28 @@ func (r *Reconciler) useSharedInstall(ctx context.Context, w *workspaceRun, p wo
 		return installing(c, fmt.Sprintf("the shared install %s is being removed; it is installed again once it is gone", inst.ServiceSet)), nil
 	}
 	v := prerequisite.Decide(&inst.Template, want, p.ServiceTemplate.VersionConstraint)
-	if v.Action == prerequisite.Refuse && conditions.IsTrue(w.obj, workspacesv1.PrerequisitesMetCondition) {
+	if v.Action == prerequisite.Refuse && conditions.IsTrue(t.Obj, workspacesv1.PrerequisitesMetCondition) {
 		// It runs on that install already (a newer class upgraded it since):
 		// a new generation of it is not failed for it.
 		v = prerequisite.Verdict{Action: prerequisite.Keep, Reason: prerequisite.ReasonOutsideConstraint}
 	}
 	switch v.Action {
 	case prerequisite.Refuse:
-		c.verdict, c.reason = prereqConflict, workspacesv1.PrerequisiteVersionConflictReason
-		c.status.Phase = workspacesv1.PrerequisiteFailed
-		c.status.Message = fmt.Sprintf("prerequisite %q is installed on the cluster as %s, outside this class's versionConstraint %q; "+
+		c.Verdict, c.Reason = Conflict, workspacesv1.PrerequisiteVersionConflictReason
+		c.Status.Phase = workspacesv1.PrerequisiteFailed
+		c.Status.Message = fmt.Sprintf("prerequisite %q is installed on the cluster as %s, outside this class's versionConstraint %q; "+
 			"a shared install is never downgraded", want.Name, inst.Template, p.ServiceTemplate.VersionConstraint)
 		return c, nil
 	case prerequisite.Upgrade:
 		target := plan.PrerequisiteTarget{ServiceSet: inst.ServiceSet, Release: inst.Release, Namespace: inst.Namespace}
-		if err := r.deliverPrerequisite(ctx, w, p, target); err != nil {
+		if err := in.deliverPrerequisite(ctx, t, p, target); err != nil {
 			return c, err
 		}
 		up := inst.Candidate
 		up.Template = want
-		r.Installs.Record(id, up)
-		if r.EventRecorder != nil {
-			r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, prerequisiteUpgradedReason, "Reconcile",
+		in.Installs.Record(id, up)
+		if in.EventRecorder != nil {
+			in.EventRecorder.Eventf(t.Obj, nil, corev1.EventTypeNormal, prerequisiteUpgradedReason, "Reconcile",
 				"upgrading the shared install %s of the cluster from %s to %s", inst.ServiceSet, inst.Template, want)
 		}
 		return installing(c, fmt.Sprintf("upgrading the shared install from %s to %s", inst.Template, want)), nil
@@ -128,8 +128,8 @@ func (r *Reconciler) useSharedInstall(ctx context.Context, w *workspaceRun, p wo
 		return installing(c, "installing"), nil
 	}
 	c = serviceVerdict(c, inst.obj.Status.Services, inst.Template.Name)
-	if c.verdict == prereqSatisfied && inst.Template.Name != want.Name {
-		c.status.Message = keptMessage(v.Reason, inst.Template, want)
+	if c.Verdict == Satisfied && inst.Template.Name != want.Name {
+		c.Status.Message = keptMessage(v.Reason, inst.Template, want)
 	}
 	return c, nil
 }
@@ -151,14 +151,14 @@ func keptMessage(reason string, installed, want prerequisite.Template) string {
 // deliverPrerequisite renders and delivers the shared ServiceSet of a
 // prerequisite at target, installing the class's template. It belongs to no
 // workspace: it outlives them, as other workspaces of the cluster share it.
-func (r *Reconciler) deliverPrerequisite(ctx context.Context, w *workspaceRun, p workspacesv1.PrerequisiteSpec,
+func (in *Installer) deliverPrerequisite(ctx context.Context, t *Target, p workspacesv1.PrerequisiteSpec,
 	target plan.PrerequisiteTarget) error {
 	tmpl := p.ServiceTemplate.Name
-	bundle, err := r.Bundles.Get(plan.PrerequisiteBundle)
+	bundle, err := in.Bundles.Get(plan.PrerequisiteBundle)
 	if err != nil {
 		return fmt.Errorf("prerequisite bundle: %w", err)
 	}
-	req, err := plan.PrerequisiteRequest(w.class, p, w.cdKey.Name, w.cdKey.Namespace, target, r.Settings)
+	req, err := plan.PrerequisiteRequest(t.Class, p, t.CDKey.Name, t.CDKey.Namespace, target, in.Settings)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (r *Reconciler) deliverPrerequisite(ctx context.Context, w *workspaceRun, p
 	if err != nil {
 		return fmt.Errorf("rendering prerequisite %q: %w", tmpl, err)
 	}
-	if _, err := r.Sink.Apply(ctx, prerequisite.Owner(w.cdKey.Namespace, target.ServiceSet), out.Objects, nil); err != nil {
+	if _, err := in.Sink.Apply(ctx, prerequisite.Owner(t.CDKey.Namespace, target.ServiceSet), out.Objects, nil); err != nil {
 		return fmt.Errorf("delivering prerequisite %q: %w", tmpl, err)
 	}
 	return nil

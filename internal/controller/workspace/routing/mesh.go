@@ -1,4 +1,4 @@
-package workspace
+package routing
 
 import (
 	"context"
@@ -20,6 +20,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/mesh"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 // cachedGateway reads a Gateway from a cluster's cache. What an
@@ -45,10 +46,10 @@ func cachedGateway(ctx context.Context, cc *childcluster.ClusterCache, key types
 // from the tenant Gateway cannot reach the child through the mesh. Both
 // clusters' Gateways are watched, so a waypoint that appears or becomes
 // programmed routes the workspace without a change to it.
-func (r *Reconciler) waypoints(ctx context.Context, w *workspaceRun, v *regionalView) *routeBlock {
-	key := r.Mesh.Waypoint(w.cdKey.Name)
+func (r *Router) waypoints(ctx context.Context, w *Target, v *regionalView) *routeBlock {
+	key := r.Mesh.Waypoint(w.CDKey.Name)
 	if errs := validation.IsDNS1123Subdomain(key.Name); len(errs) > 0 {
-		return routingError("the waypoint name %q of cluster %s is not a valid Gateway name: %s", key.Name, w.cdKey, strings.Join(errs, "; "))
+		return routingError("the waypoint name %q of cluster %s is not a valid Gateway name: %s", key.Name, w.CDKey, strings.Join(errs, "; "))
 	}
 	var missing []string
 	check := func(cc *childcluster.ClusterCache, where string) *routeBlock {
@@ -68,14 +69,14 @@ func (r *Reconciler) waypoints(ctx context.Context, w *workspaceRun, v *regional
 	if block := check(v.cache, "regional cluster "+v.cluster.String()); block != nil {
 		return block
 	}
-	cc, err := r.Children.Watch(ctx, w.cdKey, routesWatchOwner(w.obj), childcluster.WatchOptions{Gateways: true})
+	cc, err := r.Children.Watch(ctx, w.CDKey, WatchOwner(w.Obj), childcluster.WatchOptions{Gateways: true})
 	if err != nil {
-		missing = append(missing, fmt.Sprintf("cannot reach child cluster %s to read its waypoint: %s", w.cdKey, err))
+		missing = append(missing, fmt.Sprintf("cannot reach child cluster %s to read its waypoint: %s", w.CDKey, err))
 		b := infraNotReady("%s", strings.Join(missing, "; "))
 		b.requeue = routeErrorResync
 		return b
 	}
-	if block := check(cc, "child cluster "+w.cdKey.String()); block != nil {
+	if block := check(cc, "child cluster "+w.CDKey.String()); block != nil {
 		return block
 	}
 	if len(missing) > 0 {
@@ -89,12 +90,12 @@ func (r *Reconciler) waypoints(ctx context.Context, w *workspaceRun, v *regional
 // joins a mirror to its child Service across clusters only when both carry
 // it. A Service the release does not have (yet) is left for a later pass,
 // as the exalsius operator does. Only the label is patched, once.
-func (r *Reconciler) markServicesGlobal(ctx context.Context, w *workspaceRun, routes []access.Route) *routeBlock {
-	c, err := r.Children.Client(ctx, w.cdKey)
+func (r *Router) markServicesGlobal(ctx context.Context, w *Target, routes []access.Route) *routeBlock {
+	c, err := r.Children.Client(ctx, w.CDKey)
 	if err != nil {
-		return routingError("reaching child cluster %s to mark its Services global: %s", w.cdKey, err)
+		return routingError("reaching child cluster %s to mark its Services global: %s", w.CDKey, err)
 	}
-	ns := childNamespace(w.obj.Name)
+	ns := plan.ChildNamespace(w.Obj.Name)
 	done := map[string]bool{}
 	for _, rt := range routes {
 		if !rt.Routable() || done[rt.ServiceName] {
@@ -108,7 +109,7 @@ func (r *Reconciler) markServicesGlobal(ctx context.Context, w *workspaceRun, ro
 			log.FromContext(ctx).V(1).Info("the child has no Service of the route yet", "service", ns+"/"+rt.ServiceName)
 			continue
 		case err != nil:
-			return routingError("reading Service %s/%s on child cluster %s: %s", ns, rt.ServiceName, w.cdKey, err)
+			return routingError("reading Service %s/%s on child cluster %s: %s", ns, rt.ServiceName, w.CDKey, err)
 		case svc.Labels[mesh.GlobalLabel] == "true":
 			continue
 		}
@@ -119,7 +120,7 @@ func (r *Reconciler) markServicesGlobal(ctx context.Context, w *workspaceRun, ro
 		}
 		svc.Labels[mesh.GlobalLabel] = "true"
 		if err := c.Patch(ctx, svc, patch); client.IgnoreNotFound(err) != nil {
-			return routingError("labelling Service %s/%s on child cluster %s %s=true: %s", ns, rt.ServiceName, w.cdKey, mesh.GlobalLabel, err)
+			return routingError("labelling Service %s/%s on child cluster %s %s=true: %s", ns, rt.ServiceName, w.CDKey, mesh.GlobalLabel, err)
 		}
 	}
 	return nil

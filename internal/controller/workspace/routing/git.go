@@ -1,8 +1,9 @@
-package workspace
+package routing
 
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/fluxcd/pkg/runtime/jitter"
 
@@ -17,7 +18,7 @@ import (
 // applying it. It returns "" once Flux applied the commit (or in direct
 // mode). A commit known to be applied is not looked at again; otherwise
 // the Kustomization is read from the manager's cache.
-func (r *Reconciler) routesAwaitFlux(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView, digest string) string {
+func (r *Router) routesAwaitFlux(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView, digest string) string {
 	d := obj.Status.Routes.Delivery
 	if d == nil || d.Mode != delivery.ModeGit {
 		return ""
@@ -28,7 +29,7 @@ func (r *Reconciler) routesAwaitFlux(ctx context.Context, obj *workspacesv1.Work
 	if d.SyncedCommit == d.Revision {
 		return ""
 	}
-	sink, err := r.RouteSinks.For(ctx, v.cluster)
+	sink, err := r.Sinks.For(ctx, v.cluster)
 	if err != nil {
 		return err.Error()
 	}
@@ -36,7 +37,7 @@ func (r *Reconciler) routesAwaitFlux(ctx context.Context, obj *workspacesv1.Work
 	if g == nil || r.SyncReader == nil {
 		return "" // nothing tells when Flux applies the commit: read the routes
 	}
-	st, err := g.Synced(ctx, r.SyncReader, routesOwner(obj), d.Revision)
+	st, err := g.Synced(ctx, r.SyncReader, Owner(obj), d.Revision)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("reading Flux's sync state of the routes: %s", err)
@@ -53,7 +54,7 @@ func (r *Reconciler) routesAwaitFlux(ctx context.Context, obj *workspacesv1.Work
 // known, none is ready. A notice of the Git sink or a change of the
 // Kustomization wakes the workspace, so the requeue is only a safety net,
 // not a poll.
-func (r *Reconciler) routesAwaiting(obj *workspacesv1.WorkspaceDeployment, routes []access.Route, wait string) stepResult {
+func (r *Router) routesAwaiting(obj *workspacesv1.WorkspaceDeployment, routes []access.Route, wait string) time.Duration {
 	entries := make([]workspacesv1.AccessEntry, 0, len(routes))
 	for _, rt := range routes {
 		e := workspacesv1.AccessEntry{Name: rt.Endpoint.Name, Protocol: rt.Endpoint.Protocol, URL: rt.URL, Message: wait}
@@ -64,5 +65,5 @@ func (r *Reconciler) routesAwaiting(obj *workspacesv1.WorkspaceDeployment, route
 	}
 	obj.Status.Access = entries
 	markRoutes(obj, routes, entries, nil)
-	return stopWith(jitter.JitteredIntervalDuration(routeInfraResync))
+	return jitter.JitteredIntervalDuration(routeInfraResync)
 }

@@ -1,4 +1,4 @@
-package workspace
+package desired
 
 import (
 	"context"
@@ -12,19 +12,19 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
-// keepAdoptedValues, for each rendered ServiceSet that exists, keeps the
+// KeepAdoptedValues, for each rendered ServiceSet that exists, keeps the
 // values text of every service whose rendered values mean the same
 // (values.Equivalent): a ServiceSet the exalsius operator wrote then holds
 // what Apiary renders, so the sink leaves it unwritten until Apiary changes
-// it (workspaceOwner's delivery.DeferAdoption), Sveltos does not upgrade the
+// it (the workspace owner's delivery.DeferAdoption), Sveltos does not upgrade the
 // Helm release, and later reconciles render the same.
-func (r *Reconciler) keepAdoptedValues(ctx context.Context, objs []*unstructured.Unstructured) error {
+func (r *Renderer) KeepAdoptedValues(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
 		if o.GroupVersionKind() != k0rdentv1beta1.GroupVersion.WithKind("ServiceSet") {
 			continue
 		}
 		live := &k0rdentv1beta1.ServiceSet{}
-		if err := r.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
+		if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(o), live); err != nil {
 			if apierrors.IsNotFound(err) {
 				continue
 			}

@@ -1,4 +1,4 @@
-package workspace
+package desired
 
 import (
 	"testing"
@@ -21,8 +21,8 @@ func TestRenderCacheEncoding(t *testing.T) {
 		"spec": map[string]any{"cluster": "c", "replicas": int64(3), "ratio": 0.5,
 			"services": []any{map[string]any{"name": "s", "values": "{\"a\":1}"}}},
 	}}
-	d := &desiredSet{fingerprint: "fp", digest: "sha256:x", objects: []*unstructured.Unstructured{obj},
-		injected: []values.Overwrite{{}}}
+	d := &Set{fingerprint: "fp", Digest: "sha256:x", Objects: []*unstructured.Unstructured{obj},
+		Injected: []values.Overwrite{{}}}
 	e, err := encodeSet(d)
 	if err != nil {
 		t.Fatal(err)
@@ -37,22 +37,22 @@ func TestRenderCacheEncoding(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if first.digest != d.digest || first.fingerprint != d.fingerprint || len(first.injected) != 1 || len(first.objects) != 1 {
+	if first.Digest != d.Digest || first.fingerprint != d.fingerprint || len(first.Injected) != 1 || len(first.Objects) != 1 {
 		t.Fatalf("decoded set %+v, want the fields of %+v", first, d)
 	}
-	if !equality.Semantic.DeepEqual(first.objects[0].Object, obj.Object) {
-		t.Fatalf("decoded %v, want %v", first.objects[0].Object, obj.Object)
+	if !equality.Semantic.DeepEqual(first.Objects[0].Object, obj.Object) {
+		t.Fatalf("decoded %v, want %v", first.Objects[0].Object, obj.Object)
 	}
 	want, _ := delivery.Digest(obj)
-	if got, _ := delivery.Digest(first.objects[0]); got != want {
+	if got, _ := delivery.Digest(first.Objects[0]); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
 	}
-	first.objects[0].SetName("changed")
+	first.Objects[0].SetName("changed")
 	second, err := c.get(key, "fp").decode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.objects[0].GetName() != "wsd-c-w" {
+	if second.Objects[0].GetName() != "wsd-c-w" {
 		t.Fatal("a change to a decoded object reached the cache")
 	}
 	c.forget(key)

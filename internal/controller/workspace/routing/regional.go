@@ -1,4 +1,4 @@
-package workspace
+package routing
 
 import (
 	"context"
@@ -19,6 +19,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
 // Requeue intervals of the routing step. Routing never polls at steady
@@ -37,7 +38,7 @@ const (
 )
 
 // routesOwner identifies a workspace's routes to the route sinks.
-func routesOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
+func Owner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
 	return delivery.Owner{Kind: routesink.OwnerKind, Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID}
 }
 
@@ -88,7 +89,7 @@ func (v *regionalView) poolKey() access.PoolKey {
 // k0rdent.mirantis.com/kof-regional-cluster-name=<R> names the
 // ClusterDeployment of its namespace labelled
 // k0rdent.mirantis.com/kof-cluster-name=<R>; with several, the first by name.
-func (r *Reconciler) regionalCluster(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment) (types.NamespacedName, *routeBlock) {
+func (r *Router) regionalCluster(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment) (types.NamespacedName, *routeBlock) {
 	name := cd.Labels[access.RegionalClusterNameLabel]
 	if name == "" {
 		return types.NamespacedName{}, watched(infraNotReady("ClusterDeployment %s/%s has no regional cluster (label %s): its workspaces cannot be reached from outside",
@@ -114,13 +115,13 @@ func (r *Reconciler) regionalCluster(ctx context.Context, cd *k0rdentv1beta1.Clu
 
 // regional reaches a regional cluster and reads its tenant Gateway from the
 // cluster's cache, which the workspace watches from now on.
-func (r *Reconciler) regional(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, key types.NamespacedName,
+func (r *Router) regional(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, key types.NamespacedName,
 	endpoints []workspacesv1.AccessEndpoint) (*regionalView, *routeBlock) {
 	c, err := r.Children.Client(ctx, key)
 	if err != nil {
 		return nil, infraNotReady("cannot reach regional cluster %s: %s", key, err)
 	}
-	cc, err := r.Children.Watch(ctx, key, routesWatchOwner(obj), childcluster.WatchOptions{Gateways: true})
+	cc, err := r.Children.Watch(ctx, key, WatchOwner(obj), childcluster.WatchOptions{Gateways: true})
 	if err != nil {
 		return nil, infraNotReady("cannot reach regional cluster %s: %s", key, err)
 	}
@@ -151,7 +152,7 @@ func (r *Reconciler) regional(ctx context.Context, obj *workspacesv1.WorkspaceDe
 }
 
 // gateway is the tenant Gateway the manager was configured with.
-func (r *Reconciler) gateway() types.NamespacedName {
+func (r *Router) gateway() types.NamespacedName {
 	gw := r.Gateway
 	if gw.Name == "" {
 		gw.Name = access.DefaultGatewayName
@@ -172,7 +173,7 @@ func tcpClaims(ctx context.Context, v *regionalView, obj *workspacesv1.Workspace
 	if err := v.client.List(ctx, list); err != nil {
 		return nil, nil, fmt.Errorf("listing TCPRoutes on regional cluster %s: %w", v.cluster, err)
 	}
-	own := routesOwner(obj)
+	own := Owner(obj)
 	self := client.ObjectKeyFromObject(obj)
 	taken := map[string]bool{}
 	var claims []access.Claim
@@ -193,7 +194,7 @@ func tcpClaims(ctx context.Context, v *regionalView, obj *workspacesv1.Workspace
 			if name != v.gateway.Name || ns != v.gateway.Namespace || section == "" {
 				continue
 			}
-			if route.GetNamespace() == childNamespace(obj.Name) && own.Owns(route.GetLabels()) {
+			if route.GetNamespace() == plan.ChildNamespace(obj.Name) && own.Owns(route.GetLabels()) {
 				claims = append(claims, access.Claim{Holder: self, Endpoint: route.GetName(), Listener: section})
 				continue
 			}

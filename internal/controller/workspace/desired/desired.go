@@ -1,4 +1,9 @@
-package workspace
+// Package desired renders what the workspace controller delivers for a
+// workspace: the class's defaults merged with the workspace's values and
+// valuesFrom objects, its resources injected, through the class's bundle.
+// A rendering is kept, encoded, until one of its inputs changes, so a
+// steady reconcile neither reads values Secrets nor renders again.
+package desired
 
 import (
 	"context"
@@ -8,13 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -25,19 +31,22 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
-// desiredSet is what a workspace's bundle rendered, with its digest.
-type desiredSet struct {
+// Set is what a workspace's bundle rendered, with its digest.
+type Set struct {
 	fingerprint string
-	digest      string
-	objects     []*unstructured.Unstructured
-	injected    []values.Overwrite
+	// Digest identifies the objects.
+	Digest string
+	// Objects are the rendered objects: the ServiceSet and its values Secret.
+	Objects []*unstructured.Unstructured
+	// Injected lists the user's values the resources injection overwrote.
+	Injected []values.Overwrite
 }
 
 // encodeSet is d as the render cache keeps it.
-func encodeSet(d *desiredSet) (*renderedSet, error) {
-	e := &renderedSet{fingerprint: d.fingerprint, digest: d.digest, injected: d.injected,
-		objects: make([][]byte, len(d.objects))}
-	for i, o := range d.objects {
+func encodeSet(d *Set) (*renderedSet, error) {
+	e := &renderedSet{fingerprint: d.fingerprint, digest: d.Digest, injected: d.Injected,
+		objects: make([][]byte, len(d.Objects))}
+	for i, o := range d.Objects {
 		data, err := json.Marshal(o.Object)
 		if err != nil {
 			return nil, fmt.Errorf("encoding the rendered %s %s: %w", o.GetKind(), o.GetName(), err)
@@ -49,59 +58,59 @@ func encodeSet(d *desiredSet) (*renderedSet, error) {
 
 // decode returns new objects, decoded as the renderer decodes its output
 // (whole numbers as int64), for the caller to change.
-func (e *renderedSet) decode() (*desiredSet, error) {
-	d := &desiredSet{fingerprint: e.fingerprint, digest: e.digest, injected: e.injected,
-		objects: make([]*unstructured.Unstructured, len(e.objects))}
+func (e *renderedSet) decode() (*Set, error) {
+	d := &Set{fingerprint: e.fingerprint, Digest: e.digest, Injected: e.injected,
+		Objects: make([]*unstructured.Unstructured, len(e.objects))}
 	for i, data := range e.objects {
 		m := map[string]any{}
 		if err := utiljson.Unmarshal(data, &m); err != nil {
 			return nil, fmt.Errorf("decoding a rendered object: %w", err)
 		}
-		d.objects[i] = &unstructured.Unstructured{Object: m}
+		d.Objects[i] = &unstructured.Unstructured{Object: m}
 	}
 	return d, nil
 }
 
-// desired returns the workspace's rendered objects: from the cache when the
+// Desired returns the workspace's rendered objects: from the cache when the
 // inputs did not change, else merged, injected and rendered anew. Both come
 // decoded from the cache's encoding, so that a first rendering and a cached
 // one are the same objects.
-func (r *Reconciler) desired(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
-	obj := w.obj
+func (r *Renderer) Desired(ctx context.Context, w Input) (*Set, *Problem, error) {
+	obj := w.Obj
 	fp, err := r.fingerprint(ctx, w)
 	if err != nil {
-		return nil, stopWith(0), err
+		return nil, nil, err
 	}
 	key := client.ObjectKeyFromObject(obj)
 	e := r.rendered.get(key, fp)
 	if e == nil {
-		d, res, err := r.render(ctx, w)
-		if err != nil || res.stop {
-			return nil, res, err
+		d, problem, err := r.render(ctx, w)
+		if err != nil || problem != nil {
+			return nil, problem, err
 		}
 		d.fingerprint = fp
 		if e, err = encodeSet(d); err != nil {
-			return nil, stopWith(0), err
+			return nil, nil, err
 		}
 		r.rendered.put(key, e)
 	}
 	d, err := e.decode()
 	if err != nil {
-		return nil, stopWith(0), err
+		return nil, nil, err
 	}
-	return d, proceed, nil
+	return d, nil, nil
 }
 
 // fingerprint hashes every input of the rendering, reading the values
 // Secrets and ConfigMaps only through their cached metadata.
-func (r *Reconciler) fingerprint(ctx context.Context, w *workspaceRun) (string, error) {
+func (r *Renderer) fingerprint(ctx context.Context, w Input) (string, error) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode([]any{w.obj.UID, w.obj.Generation, w.class.UID, w.class.Generation, w.cdKey.String(), w.resolved, w.selector})
-	for _, ref := range w.obj.Spec.ValuesFrom {
+	_ = enc.Encode([]any{w.Obj.UID, w.Obj.Generation, w.Class.UID, w.Class.Generation, w.CDKey.String(), w.Resolved, w.Selector})
+	for _, ref := range w.Obj.Spec.ValuesFrom {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(ref.Kind))
-		err := r.Get(ctx, client.ObjectKey{Namespace: w.obj.Namespace, Name: ref.Name}, meta)
+		err := r.Reader.Get(ctx, client.ObjectKey{Namespace: w.Obj.Namespace, Name: ref.Name}, meta)
 		if client.IgnoreNotFound(err) != nil {
 			return "", fmt.Errorf("reading %s %s: %w", ref.Kind, ref.Name, err)
 		}
@@ -112,37 +121,36 @@ func (r *Reconciler) fingerprint(ctx context.Context, w *workspaceRun) (string, 
 
 // render resolves the workspace's values (class defaults, values,
 // valuesFrom, secrets apart, resources injected) and renders its bundle.
-func (r *Reconciler) render(ctx context.Context, w *workspaceRun) (*desiredSet, stepResult, error) {
-	obj, class := w.obj, w.class
+func (r *Renderer) render(ctx context.Context, w Input) (*Set, *Problem, error) {
+	obj, class := w.Obj, w.Class
 	fetch := func(ref workspacesv1.ValuesReference) ([]byte, bool, error) {
 		return r.valuesContent(ctx, obj.Namespace, ref)
 	}
-	resolved, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved, w.selector, w.demand), fetch)
+	resolved, err := plan.ResolveValues(class, obj, w.Resolved, plan.Placement(w.Resolved, w.Selector, w.Demand), fetch)
 	var fieldErr *plan.FieldError
 	switch {
 	case errors.As(err, &fieldErr) && fieldErr.Reason == "ValuesFromNotFound":
 		// The Secret or ConfigMap may still come: wait for it.
 		conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, fieldErr.Reason, "%s", fieldErr.Error())
-		pending(obj, "%s", fieldErr.Error())
-		return nil, stopWith(30 * time.Second), nil
+		return nil, &Problem{Wait: true, Reason: fieldErr.Reason, Message: fieldErr.Error()}, nil
 	case errors.As(err, &fieldErr):
-		return nil, r.configFailed(ctx, obj, fieldErr.Reason, fieldErr.Error()), nil
+		return nil, configFailed(obj, fieldErr.Reason, fieldErr.Error()), nil
 	case err != nil:
-		return nil, stopWith(0), err
+		return nil, nil, err
 	}
 	conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, "ConfigResolved", "values resolved")
-	r.markInjected(obj, resolved.Overwritten)
+	markInjected(obj, resolved.Overwritten)
 	objects, digest, err := r.renderBundle(ctx, w, resolved)
 	if err != nil {
 		if _, ok := err.(*render.Error); ok {
-			return nil, r.configFailed(ctx, obj, "RenderFailed", err.Error()), nil
+			return nil, configFailed(obj, "RenderFailed", err.Error()), nil
 		}
-		return nil, stopWith(0), err
+		return nil, nil, err
 	}
-	return &desiredSet{digest: digest, objects: objects, injected: resolved.Overwritten}, proceed, nil
+	return &Set{Digest: digest, Objects: objects, Injected: resolved.Overwritten}, nil, nil
 }
 
-func (r *Reconciler) markInjected(obj *workspacesv1.WorkspaceDeployment, overwritten []values.Overwrite) {
+func markInjected(obj *workspacesv1.WorkspaceDeployment, overwritten []values.Overwrite) {
 	if len(overwritten) == 0 {
 		conditions.MarkTrue(obj, workspacesv1.ResourcesInjectedCondition, workspacesv1.ResourcesInjectedReason, "resources injected")
 		return
@@ -154,15 +162,14 @@ func (r *Reconciler) markInjected(obj *workspacesv1.WorkspaceDeployment, overwri
 	conditions.MarkFalse(obj, workspacesv1.ResourcesInjectedCondition, workspacesv1.UserPathsOverwrittenReason, "%s", strings.Join(msgs, "; "))
 }
 
-// configFailed fails the workspace for a problem of its configuration.
-func (r *Reconciler) configFailed(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, reason, msg string) stepResult {
+// configFailed is a problem of the workspace's configuration: it fails.
+func configFailed(obj *workspacesv1.WorkspaceDeployment, reason, msg string) *Problem {
 	conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, reason, "%s", msg)
-	r.fail(ctx, obj, reason, msg)
-	return stopWith(0)
+	return &Problem{Reason: reason, Message: msg}
 }
 
 // valuesContent reads one valuesFrom key, uncached.
-func (r *Reconciler) valuesContent(ctx context.Context, namespace string, ref workspacesv1.ValuesReference) ([]byte, bool, error) {
+func (r *Renderer) valuesContent(ctx context.Context, namespace string, ref workspacesv1.ValuesReference) ([]byte, bool, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: ref.Name}
 	switch ref.Kind {
 	case "Secret":
@@ -192,13 +199,13 @@ func (r *Reconciler) valuesContent(ctx context.Context, namespace string, ref wo
 }
 
 // renderBundle renders the workspace's ServiceSet (and values Secret).
-func (r *Reconciler) renderBundle(ctx context.Context, w *workspaceRun, v *plan.Values) ([]*unstructured.Unstructured, string, error) {
-	obj, class := w.obj, w.class
+func (r *Renderer) renderBundle(ctx context.Context, w Input, v *plan.Values) ([]*unstructured.Unstructured, string, error) {
+	obj, class := w.Obj, w.Class
 	bundle, err := r.Bundles.Resolve(ctx, plan.BundleNamespace(class), class.Spec.Bundle, render.WorkspaceServiceSetBundle)
 	if err != nil {
 		return nil, "", err
 	}
-	req, err := plan.ServiceSetRequest(class, obj, w.cdKey.Name, w.cdKey.Namespace, v, r.Settings)
+	req, err := plan.ServiceSetRequest(class, obj, w.CDKey.Name, w.CDKey.Namespace, v, r.Settings)
 	if err != nil {
 		return nil, "", err
 	}
@@ -208,10 +215,48 @@ func (r *Reconciler) renderBundle(ctx context.Context, w *workspaceRun, v *plan.
 	}
 	for _, o := range out.Objects {
 		if o.GetNamespace() == obj.Namespace {
-			if err := controllerutil.SetControllerReference(obj, o, r.Scheme()); err != nil {
+			if err := controllerutil.SetControllerReference(obj, o, r.Scheme); err != nil {
 				return nil, "", fmt.Errorf("owning %s %s: %w", o.GetKind(), o.GetName(), err)
 			}
 		}
 	}
 	return out.Objects, out.Digest(), nil
 }
+
+// Renderer renders workspaces. Set its fields before the first call; it is
+// safe for concurrent use.
+type Renderer struct {
+	// Reader reads values objects' metadata and ServiceSets: the cache.
+	Reader client.Reader
+	// APIReader reads values Secrets and ConfigMaps, uncached.
+	APIReader client.Reader
+	// Bundles resolves the classes' bundles.
+	Bundles *render.Resolver
+	// Settings are passed to bundles as .Input.operator.
+	Settings map[string]any
+	// Scheme sets the workspace as the controller of objects in its namespace.
+	Scheme *runtime.Scheme
+
+	rendered renderCache
+}
+
+// Input is the workspace to render, as the earlier steps resolved it.
+type Input struct {
+	Obj      *workspacesv1.WorkspaceDeployment
+	Class    *workspacesv1.WorkspaceClass
+	CDKey    types.NamespacedName
+	Resolved workspacesv1.WorkspaceResourceSpec
+	Selector map[string]string
+	Demand   int64
+}
+
+// Problem is a configuration the workspace cannot be rendered with: one to
+// wait for (a valuesFrom object that may still come), or one that fails it.
+// Reason and Message say which; ConfigResolved is set already.
+type Problem struct {
+	Wait            bool
+	Reason, Message string
+}
+
+// Forget drops the rendering of a workspace that is gone.
+func (r *Renderer) Forget(key types.NamespacedName) { r.rendered.forget(key) }

@@ -1,4 +1,4 @@
-package workspace
+package routing
 
 import (
 	"context"
@@ -32,7 +32,7 @@ func TestRoutesAwaitFlux(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			r := &Reconciler{}
+			r := &Router{}
 			obj := &workspacesv1.WorkspaceDeployment{}
 			obj.Status.Routes = &workspacesv1.WorkspaceRoutesStatus{Delivery: tt.delivery}
 			g.Expect(r.routesAwaitFlux(context.Background(), obj, &regionalView{}, "d1")).To(Equal(tt.want))
@@ -44,15 +44,14 @@ func TestRoutesAwaitFlux(t *testing.T) {
 // ready, RoutingInProgress, and only a safety-net requeue.
 func TestRoutesAwaiting(t *testing.T) {
 	g := NewWithT(t)
-	r := &Reconciler{}
+	r := &Router{}
 	obj := &workspacesv1.WorkspaceDeployment{}
 	routes := []access.Route{
 		{Endpoint: workspacesv1.AccessEndpoint{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP}, URL: "https://nb.d"},
 		{Endpoint: workspacesv1.AccessEndpoint{Name: "ssh", Protocol: workspacesv1.AccessProtocolSSH}, Problem: "port pool exhausted", Exhausted: true},
 	}
 	res := r.routesAwaiting(obj, routes, "waiting for Flux Kustomization ns/apiary-routes-r to apply commit abc")
-	g.Expect(res.stop).To(BeTrue())
-	g.Expect(res.requeueAfter).To(BeNumerically(">=", routeInfraResync*9/10))
+	g.Expect(res).To(BeNumerically(">=", routeInfraResync*9/10), "a safety-net requeue")
 	g.Expect(obj.Status.Access).To(HaveLen(2))
 	g.Expect(obj.Status.Access[0].URL).To(Equal("https://nb.d"))
 	g.Expect(obj.Status.Access[0].Ready).To(BeFalse())

@@ -1,0 +1,41 @@
+package status
+
+import (
+	"github.com/fluxcd/pkg/runtime/conditions"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+)
+
+// Summarize derives Ready, Reconciling and Stalled from the phase
+// and the outcome of the reconciliation.
+func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
+	phase := obj.Status.Phase
+	switch {
+	case !obj.DeletionTimestamp.IsZero():
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.DeletingReason, "%s", obj.Status.Message)
+		conditions.MarkReconciling(obj, commonv1.DeletingReason, "%s", obj.Status.Message)
+		conditions.Delete(obj, commonv1.StalledCondition)
+	case err != nil:
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", err)
+		conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", err)
+		conditions.Delete(obj, commonv1.StalledCondition)
+	case obj.Spec.Suspend:
+		// A suspended workspace keeps the status it had.
+	case phase == workspacesv1.PhaseFailed:
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, conditions.GetReason(obj, commonv1.StalledCondition), "%s", obj.Status.Message)
+		conditions.Delete(obj, commonv1.ReconcilingCondition)
+	case phase == workspacesv1.PhaseRunning:
+		conditions.MarkTrue(obj, commonv1.ReadyCondition, workspacesv1.DeploymentReadyReason, "Workspace is running")
+		conditions.Delete(obj, commonv1.ReconcilingCondition)
+		conditions.Delete(obj, commonv1.StalledCondition)
+	default:
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, string(phase), "%s", obj.Status.Message)
+		conditions.MarkReconciling(obj, string(phase), "%s", obj.Status.Message)
+		conditions.Delete(obj, commonv1.StalledCondition)
+	}
+	// A workspace that deploys again, or runs, has recovered.
+	if phase == workspacesv1.PhaseDeploying || phase == workspacesv1.PhaseRunning {
+		obj.Status.FailureContext = nil
+	}
+}
