@@ -49,7 +49,9 @@ func TestKeepsAndSameGPUs(t *testing.T) {
 }
 
 func TestTrimPlacement(t *testing.T) {
-	p := func(node string, n int32) workspacesv1.GPUPlacement { return workspacesv1.GPUPlacement{Node: node, Replicas: n} }
+	p := func(node string, n int32) workspacesv1.GPUPlacement {
+		return workspacesv1.GPUPlacement{Node: node, Replicas: n}
+	}
 	cases := []struct {
 		name     string
 		in       []workspacesv1.GPUPlacement
