@@ -43,7 +43,14 @@ func SafeError(err error) string {
 		}
 		msg = strings.ReplaceAll(msg, raw, safe)
 	}
-	return bound(redactCredentials(clean(bound(msg, maxScanned))), MaxErrorText)
+	return SafeText(msg)
+}
+
+// SafeText returns text a child cluster supplied (an error, a condition
+// message of one of its objects) stripped of control characters, redacted of
+// what looks like a credential, and cut to MaxErrorText bytes.
+func SafeText(text string) string {
+	return bound(redactCredentials(clean(bound(text, maxScanned))), MaxErrorText)
 }
 
 // statuses returns the API Statuses in err's tree, except in errors of this

@@ -11,8 +11,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 )
 
 func TestSafeError(t *testing.T) {
@@ -120,4 +122,13 @@ func FuzzSafeError(f *testing.F) {
 			t.Fatalf("unsafe text %q", got)
 		}
 	})
+}
+
+func TestTrimGatewayBoundsConditionMessages(t *testing.T) {
+	g := NewWithT(t)
+	gw := &gatewayv1.Gateway{Status: gatewayv1.GatewayStatus{Conditions: []metav1.Condition{{Type: "Programmed",
+		Message: "line\ninjected token=" + strings.Repeat("x", 30000)}}}}
+	msg := TrimGateway(gw).Status.Conditions[0].Message
+	g.Expect(len(msg)).To(BeNumerically("<=", MaxErrorText))
+	g.Expect(msg).To(HavePrefix("line injected token=[redacted]"))
 }
