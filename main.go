@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
@@ -107,6 +108,16 @@ func main() {
 		func(v string) error {
 			opts.AdoptFieldManagers = splitList(v)
 			return nil
+		})
+	flag.BoolVar(&opts.ChildServerHTTPSOnly, "child-server-https-only", false,
+		"Refuse child-cluster kubeconfigs whose server is plain http.")
+	flag.Func("child-server-allow", "Comma-separated host names (*.domain for any name under it), IP addresses and CIDRs "+
+		"that child-cluster kubeconfigs' servers must match; names are not resolved, and with CIDRs every connection to a "+
+		"child must reach an address in them. Empty (the default) allows any server.",
+		func(v string) error {
+			opts.ChildServerAllow = splitList(v)
+			_, err := kubeconfig.ParseServerPolicy(false, opts.ChildServerAllow)
+			return err
 		})
 	var git gitFlags
 	git.bind(flag.CommandLine)

@@ -314,7 +314,7 @@ func (c *ClusterCache) setErr(kind Kind, err error) {
 		return
 	}
 	if after {
-		c.m.log.Info("child cluster cache lost its API server", "cluster", c.cluster, "error", err.Error())
+		c.m.log.Info("child cluster cache lost its API server", "cluster", c.cluster, "error", SafeError(err))
 	} else {
 		c.m.log.Info("child cluster cache reaches its API server again", "cluster", c.cluster)
 	}

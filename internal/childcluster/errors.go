@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,16 +13,19 @@ import (
 	"syscall"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 )
 
 var (
 	// ErrKubeconfigNotFound means the Secret <cd>-kubeconfig, or its key
 	// "value", does not exist (yet) in the ClusterDeployment's namespace.
 	ErrKubeconfigNotFound = errors.New("kubeconfig not found")
-	// ErrInvalidKubeconfig means the kubeconfig cannot be parsed or asks for
-	// something Apiary refuses (exec plugins, auth providers, local files).
-	ErrInvalidKubeconfig = errors.New("invalid kubeconfig")
+	// ErrInvalidKubeconfig means the kubeconfig cannot be parsed, asks for
+	// something Apiary refuses (local files, exec plugins, auth providers,
+	// proxies, impersonation) or names a server outside the ServerPolicy.
+	// It is kubeconfig.ErrInvalid.
+	ErrInvalidKubeconfig = kubeconfig.ErrInvalid
 	// ErrUnreachable wraps errors that show the child's API server cannot be
 	// reached: refused connections, timeouts, unknown hosts, TLS failures.
 	ErrUnreachable = errors.New("child cluster unreachable")
@@ -103,16 +105,4 @@ func IsUnreachable(err error) bool {
 		}
 	}
 	return false
-}
-
-// clusterErr names the cluster and what failed, and adds ErrUnreachable when
-// err classifies as a connection failure.
-func clusterErr(cd types.NamespacedName, what string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if IsUnreachable(err) && !errors.Is(err, ErrUnreachable) {
-		return fmt.Errorf("cluster %s: %s: %w: %w", cd, what, ErrUnreachable, err)
-	}
-	return fmt.Errorf("cluster %s: %s: %w", cd, what, err)
 }

@@ -78,7 +78,8 @@ func (c *ClusterCache) stopGateways() {
 
 // TrimGateway returns the parts of a Gateway that workspace routes read:
 // name, namespace, uid, resourceVersion, each listener's name, host name,
-// port and protocol, and the conditions' type, status, reason and message.
+// port and protocol, and the conditions' type, status, reason and message
+// (bounded by SafeText: it is the child's text).
 // Listener statuses (whose attached-route counts change with every route),
 // addresses and transition times are dropped, so that only a change that
 // matters to routes notifies.
@@ -98,7 +99,7 @@ func TrimGateway(gw *gatewayv1.Gateway) *gatewayv1.Gateway {
 	}
 	for _, cond := range gw.Status.Conditions {
 		out.Status.Conditions = append(out.Status.Conditions, metav1.Condition{
-			Type: cond.Type, Status: cond.Status, Reason: cond.Reason, Message: cond.Message,
+			Type: cond.Type, Status: cond.Status, Reason: cond.Reason, Message: SafeText(cond.Message),
 		})
 	}
 	return out

@@ -3,49 +3,48 @@ package childcluster
 import (
 	"bytes"
 	"crypto/sha256"
-	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 )
 
 // RESTConfigFromKubeconfig parses a child cluster's kubeconfig into a REST
-// config, the default of Options.NewRESTConfig. A kubeconfig read from a Secret
-// is untrusted: unlike clientcmd.RESTConfigFromKubeConfig it refuses exec
-// plugins and auth providers (they would run programs in the controller) and
-// references to local files (a token or key file of the controller could be
-// sent to any server), so credentials must be inline.
-func RESTConfigFromKubeconfig(kubeconfig []byte) (*rest.Config, error) {
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s", ErrInvalidKubeconfig, redact(err.Error(), kubeconfig))
-	}
-	switch {
-	case cfg.ExecProvider != nil:
-		return nil, fmt.Errorf("%w: exec credential plugins are not allowed", ErrInvalidKubeconfig)
-	case cfg.AuthProvider != nil:
-		return nil, fmt.Errorf("%w: auth providers are not allowed", ErrInvalidKubeconfig)
-	case cfg.BearerTokenFile != "", cfg.CertFile != "", cfg.KeyFile != "", cfg.CAFile != "":
-		return nil, fmt.Errorf("%w: references to local files are not allowed, credentials must be inline", ErrInvalidKubeconfig)
-	case cfg.Host == "":
-		return nil, fmt.Errorf("%w: no server", ErrInvalidKubeconfig)
-	}
-	return cfg, nil
+// config with kubeconfig.RESTConfig: a kubeconfig read from a Secret is
+// untrusted, so it is checked as raw data before anything is built, and local
+// files, exec plugins, auth providers, proxies, impersonation and
+// insecure-skip-tls-verify are refused without opening any file.
+func RESTConfigFromKubeconfig(data []byte) (*rest.Config, error) {
+	return kubeconfig.RESTConfig(data, kubeconfig.Options{})
 }
 
 // kubeconfigHash identifies the content of a kubeconfig without keeping it.
 func kubeconfigHash(kubeconfig []byte) [sha256.Size]byte { return sha256.Sum256(kubeconfig) }
 
-// redact removes from msg every token of the kubeconfig long enough to be a
-// credential, so that parser errors echoing the input never leak secret data.
-func redact(msg string, kubeconfig []byte) string {
-	for _, field := range bytes.Fields(kubeconfig) {
-		for _, part := range bytes.FieldsFunc(field, func(r rune) bool { return strings.ContainsRune(`:"',{}[]`, r) }) {
-			if len(part) >= 8 {
-				msg = strings.ReplaceAll(msg, string(part), "[redacted]")
-			}
+// redactInput hides every word of msg, of 8 bytes or more, that the
+// kubeconfig contains, for errors of a custom parser that may echo it. msg is
+// short (SafeError), so the cost is bounded by its words, not the input's.
+func redactInput(msg string, kubeconfig []byte) string {
+	isSep := func(r rune) bool { return r <= ' ' || strings.ContainsRune(`:"',{}[]()=;`, r) }
+	var out strings.Builder
+	for len(msg) > 0 {
+		end := strings.IndexFunc(msg, isSep)
+		if end < 0 {
+			end = len(msg)
 		}
+		if word := msg[:end]; len(word) >= 8 && bytes.Contains(kubeconfig, []byte(word)) {
+			out.WriteString("[redacted]")
+		} else {
+			out.WriteString(word)
+		}
+		if end < len(msg) {
+			_, sepLen := utf8.DecodeRuneInString(msg[end:])
+			out.WriteString(msg[end : end+sepLen])
+			end += sepLen
+		}
+		msg = msg[end:]
 	}
-	return msg
+	return out.String()
 }

@@ -33,6 +33,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 )
 
@@ -60,8 +61,16 @@ type Options struct {
 	// QPS and Burst limit requests to each child; default 20 and 40.
 	QPS   float32
 	Burst int
-	// NewRESTConfig parses a kubeconfig; default RESTConfigFromKubeconfig.
+	// NewRESTConfig parses a kubeconfig; default kubeconfig.RESTConfig with
+	// ServerPolicy and AllowInsecureSkipTLSVerify.
 	NewRESTConfig func(kubeconfig []byte) (*rest.Config, error)
+	// ServerPolicy restricts the servers child kubeconfigs may name, and
+	// with CIDRs the addresses their clients connect to. It applies to every
+	// REST config, also those of a custom NewRESTConfig.
+	ServerPolicy kubeconfig.ServerPolicy
+	// AllowInsecureSkipTLSVerify lets the default NewRESTConfig accept
+	// kubeconfigs that skip TLS verification, for tests.
+	AllowInsecureSkipTLSVerify bool
 	// Logger receives cache lifecycle and reachability changes; default the
 	// controller-runtime logger named "childcluster".
 	Logger *logr.Logger
@@ -118,7 +127,8 @@ func NewManager(mgmt client.Reader, opts Options) *Manager {
 		opts.Burst = defaultBurst
 	}
 	if opts.NewRESTConfig == nil {
-		opts.NewRESTConfig = RESTConfigFromKubeconfig
+		parse := kubeconfig.Options{Policy: opts.ServerPolicy, AllowInsecureSkipTLSVerify: opts.AllowInsecureSkipTLSVerify}
+		opts.NewRESTConfig = func(data []byte) (*rest.Config, error) { return kubeconfig.RESTConfig(data, parse) }
 	}
 	log := ctrllog.Log.WithName("childcluster")
 	if opts.Logger != nil {
@@ -271,16 +281,26 @@ func (m *Manager) kubeconfig(ctx context.Context, cd types.NamespacedName) ([]by
 	return data, nil
 }
 
-// restConfig parses a kubeconfig into a config with the Manager's limits.
-func (m *Manager) restConfig(cd types.NamespacedName, kubeconfig []byte) (*rest.Config, error) {
-	cfg, err := m.opts.NewRESTConfig(kubeconfig)
-	if err != nil {
+// restConfig parses a kubeconfig into a config with the Manager's limits
+// and server policy. Errors never quote the kubeconfig.
+func (m *Manager) restConfig(cd types.NamespacedName, data []byte) (*rest.Config, error) {
+	invalid := func(err error) error {
 		if !errors.Is(err, ErrInvalidKubeconfig) {
-			err = fmt.Errorf("%w: %s", ErrInvalidKubeconfig, redact(err.Error(), kubeconfig))
+			err = fmt.Errorf("%w: %s", ErrInvalidKubeconfig, redactInput(SafeError(err), data))
 		}
-		return nil, fmt.Errorf("cluster %s: Secret %s/%s%s: %w", cd, cd.Namespace, cd.Name, KubeconfigSecretSuffix, err)
+		return fmt.Errorf("cluster %s: Secret %s/%s%s: %w", cd, cd.Namespace, cd.Name, KubeconfigSecretSuffix, err)
+	}
+	if len(data) > kubeconfig.MaxSize {
+		return nil, invalid(fmt.Errorf("%w: %d bytes, more than %d", ErrInvalidKubeconfig, len(data), kubeconfig.MaxSize))
+	}
+	cfg, err := m.opts.NewRESTConfig(data)
+	if err != nil {
+		return nil, invalid(err)
 	}
 	cfg = rest.CopyConfig(cfg)
+	if err := m.opts.ServerPolicy.Apply(cfg); err != nil {
+		return nil, invalid(err)
+	}
 	cfg.QPS, cfg.Burst = m.opts.QPS, m.opts.Burst
 	cfg.UserAgent = "apiary-childcluster"
 	return cfg, nil

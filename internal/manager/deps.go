@@ -44,7 +44,12 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading bundles: %w", err)
 	}
-	children := childcluster.NewManager(mgr.GetClient(), childcluster.Options{Scheme: mgr.GetScheme(), NewRESTConfig: opts.ChildRESTConfig})
+	policy, err := opts.childServerPolicy()
+	if err != nil {
+		return nil, err
+	}
+	children := childcluster.NewManager(mgr.GetClient(), childcluster.Options{Scheme: mgr.GetScheme(), NewRESTConfig: opts.ChildRESTConfig,
+		ServerPolicy: policy})
 	if err := mgr.Add(children); err != nil {
 		return nil, fmt.Errorf("adding the child-cluster manager: %w", err)
 	}

@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/preflight"
@@ -36,6 +37,12 @@ type Options struct {
 	// childcluster.RESTConfigFromKubeconfig when nil. Tests wrap it to count
 	// what Apiary asks of child clusters.
 	ChildRESTConfig func(kubeconfig []byte) (*rest.Config, error)
+	// ChildServerHTTPSOnly refuses child kubeconfigs whose server is plain http.
+	ChildServerHTTPSOnly bool
+	// ChildServerAllow lists the host names ("*.domain" for any name under
+	// it), IP addresses and CIDRs child kubeconfigs' servers must match
+	// (kubeconfig.ParseServerPolicy); any server when empty.
+	ChildServerAllow []string
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
@@ -115,6 +122,11 @@ func (o Options) mesh() mesh.Config {
 		WaypointNamespace: o.WorkspaceWaypointNamespace}
 }
 
+// childServerPolicy restricts the servers of child kubeconfigs.
+func (o Options) childServerPolicy() (kubeconfig.ServerPolicy, error) {
+	return kubeconfig.ParseServerPolicy(o.ChildServerHTTPSOnly, o.ChildServerAllow)
+}
+
 // Concurrency is the number of workers of each controller.
 type Concurrency struct {
 	Colony              int
@@ -160,6 +172,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
 	}
 	if err := opts.mesh().Validate(); err != nil {
+		return nil, nil, err
+	}
+	if _, err := opts.childServerPolicy(); err != nil {
 		return nil, nil, err
 	}
 	opts, err := opts.sharded()

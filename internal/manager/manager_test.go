@@ -114,3 +114,10 @@ func TestManagerWaitsForK0rdentCRDs(t *testing.T) {
 	g.Eventually(reconciled.Load, 30*time.Second, 100*time.Millisecond).Should(BeNumerically(">", 0),
 		"a controller registered after start reconciles")
 }
+
+func TestNewRefusesBadChildServers(t *testing.T) {
+	g := NewWithT(t)
+	_, _, err := New(Options{RestConfig: env.Config, MetricsBindAddress: "0", HealthProbeBindAddress: "0",
+		ChildServerAllow: []string{"https://api.example.com"}, Logger: zap.New(zap.WriteTo(io.Discard))})
+	g.Expect(err).To(MatchError(ContainSubstring(`allowed server "https://api.example.com"`)))
+}

@@ -77,6 +77,7 @@ func TestDefaultsAreHardened(t *testing.T) {
 	g.Expect(pod.Volumes).To(ContainElement(And(HaveField("Name", "tmp"), HaveField("EmptyDir", Not(BeNil())))))
 
 	svc := convert[corev1.Service](g, find(objs, "Service")[0])
+	g.Expect(c.Args).To(ContainElement("--child-server-https-only=true"), "child kubeconfigs tenants write reach https servers only")
 	g.Expect(svc.Spec.Selector).To(Equal(d.Spec.Selector.MatchLabels))
 	g.Expect(svc.Spec.Ports).To(ContainElement(HaveField("Name", "metrics")))
 }
@@ -151,8 +152,9 @@ func TestArgsFollowValues(t *testing.T) {
 			"--no-cross-namespace-refs=true", "--zap-log-level=info", "--zap-encoder=json",
 			"--workspace-gateway-name=istio-ingressgateway", "--workspace-gateway-namespace=istio-system",
 			"--workspace-mesh-mode=ambient", "--workspace-waypoint-enabled=true", "--workspace-waypoint-namespace=istio-system",
-			"--adopt-field-managers=manager"},
-		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period"},
+			"--adopt-field-managers=manager", "--child-server-https-only=true"},
+		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period",
+			"--child-server-allow"},
 	}, {
 		name: "every knob",
 		vals: map[string]any{
@@ -166,6 +168,9 @@ func TestArgsFollowValues(t *testing.T) {
 			"noCrossNamespaceRefs": false,
 			"gpuInventoryInterval": "2m30s",
 			"crdCheckInterval":     "5s",
+			// Children's servers: names, a wildcard, networks.
+			"childClusters": map[string]any{"httpsOnly": false,
+				"allowedServers": []any{"api.example.com", "*.child.example", "10.0.0.0/8", "fd00::/8", "192.168.1.7"}},
 			// Unused prerequisites are removed after a day.
 			"prerequisiteGracePeriod": "24h",
 			// Fields of two client-side writers are taken over.
@@ -182,6 +187,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--workspacedeployment-concurrency=16", "--tenantquota-concurrency=5", "--gpu-queueing-policy=BestEffortFIFO",
 			"--no-cross-namespace-refs=false", "--gpu-inventory-interval=2m30s", "--crd-check-interval=5s", "--bundle-dir=/etc/apiary/bundles",
 			"--prerequisite-grace-period=24h", "--adopt-field-managers=manager,exalsius-operator",
+			"--child-server-https-only=false", "--child-server-allow=api.example.com,*.child.example,10.0.0.0/8,fd00::/8,192.168.1.7",
 			"--zap-log-level=debug", "--zap-encoder=console", "--zap-stacktrace-level=panic"},
 		check: func(g Gomega, d *appsv1.Deployment) {
 			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
@@ -356,6 +362,11 @@ func TestSchemaRejectsBadValues(t *testing.T) {
 		{"bad duration", map[string]any{"gpuInventoryInterval": "5 minutes"}, []string{"/gpuInventoryInterval"}},
 		{"bad grace period", map[string]any{"prerequisiteGracePeriod": "1 day"}, []string{"/prerequisiteGracePeriod"}},
 		{"bad field manager", map[string]any{"adoption": map[string]any{"fieldManagers": []any{"a,b"}}}, []string{"/adoption/fieldManagers/0"}},
+		{"https only as a string", map[string]any{"childClusters": map[string]any{"httpsOnly": "yes"}}, []string{"/childClusters/httpsOnly", "boolean"}},
+		{"allowed server with a comma", map[string]any{"childClusters": map[string]any{"allowedServers": []any{"a.example,b.example"}}},
+			[]string{"/childClusters/allowedServers/0"}},
+		{"allowed server as a URL", map[string]any{"childClusters": map[string]any{"allowedServers": []any{"https://a.example"}}},
+			[]string{"/childClusters/allowedServers/0"}},
 		{"unknown log level", map[string]any{"log": map[string]any{"level": "verbose"}}, []string{"/log/level", "debug"}},
 		{"unknown log encoding", map[string]any{"log": map[string]any{"encoding": "xml"}}, []string{"/log/encoding"}},
 		{"port out of range", map[string]any{"metrics": map[string]any{"port": 70000}}, []string{"/metrics/port", "maximum"}},

@@ -2,6 +2,8 @@ package crash_test
 
 import (
 	"crypto/rand"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -29,6 +31,9 @@ var badChildKinds = []string{childHangs, childGarbage, childGarbageHTTP}
 type badChild struct {
 	kind string
 	url  string
+	// ca is the PEM certificate of a TLS server; none for raw listeners,
+	// whose handshakes fail either way.
+	ca   []byte
 	stop func()
 }
 
@@ -41,7 +46,8 @@ func startBadChild(t testing.TB, kind string) *badChild {
 			_, _ = w.Write([]byte(`}{"kind": 42, not json at all` + "\x00\xff"))
 		}))
 		srv.StartTLS()
-		b := &badChild{kind: kind, url: srv.URL, stop: srv.Close}
+		b := &badChild{kind: kind, url: srv.URL, stop: srv.Close,
+			ca: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
 		t.Cleanup(b.stop)
 		return b
 	}
@@ -98,8 +104,7 @@ kind: Config
 clusters:
 - name: bad
   cluster:
-    server: %s
-    insecure-skip-tls-verify: true
+    server: %s%s
 users:
 - name: admin
   user:
@@ -110,5 +115,13 @@ contexts:
     cluster: bad
     user: admin
 current-context: bad
-`, b.url)
+`, b.url, caData(b.ca))
+}
+
+// caData is the kubeconfig line of a CA certificate, if any.
+func caData(ca []byte) string {
+	if len(ca) == 0 {
+		return ""
+	}
+	return "\n    certificate-authority-data: " + base64.StdEncoding.EncodeToString(ca)
 }

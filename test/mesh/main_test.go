@@ -10,6 +10,8 @@ package mesh_test
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/pem"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -182,7 +184,8 @@ clusters:
 - name: c
   cluster:
     server: ` + c.srv.URL + `
-    insecure-skip-tls-verify: true
+    certificate-authority-data: ` + base64.StdEncoding.EncodeToString(
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.srv.Certificate().Raw})) + `
 users:
 - name: u
   user: {}

@@ -100,7 +100,6 @@ clusters:
 - name: unreachable
   cluster:
     server: https://127.0.0.1:1
-    insecure-skip-tls-verify: true
 contexts:
 - name: unreachable
   context:

@@ -83,6 +83,10 @@ spec:
             {{- with .Values.gpuInventoryInterval }}
             - --gpu-inventory-interval={{ . }}
             {{- end }}
+            - --child-server-https-only={{ .Values.childClusters.httpsOnly }}
+            {{- with .Values.childClusters.allowedServers }}
+            - --child-server-allow={{ join "," . }}
+            {{- end }}
             {{- with .Values.prerequisiteGracePeriod }}
             - --prerequisite-grace-period={{ . }}
             {{- end }}
