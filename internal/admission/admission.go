@@ -8,9 +8,11 @@
 //
 // A decision is a pure function of a Snapshot: the cluster's nodes, its bound
 // pods and the workspaces that target it with their admissions in force and
-// their pending requests. Nothing is remembered between calls, so a process
-// that restarts and rebuilds the snapshot from the workspaces' status decides
-// exactly as before, and the order of the snapshot's slices never matters.
+// their pending requests. A decision depends on its snapshot alone, so a
+// process that restarts and rebuilds the snapshot from the workspaces'
+// status decides exactly as before, and the order of the snapshot's slices
+// never matters. What a caller wrote and its cache does not show yet is
+// its to remember (Assumptions, assume.go).
 //
 // Placement is first-fit: nodes are tried in name order and each replica
 // takes the first node with room for it. Planning the whole queue in order

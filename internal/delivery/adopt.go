@@ -64,7 +64,7 @@ func (d *Direct) adopt(ctx context.Context, it *item) (bool, error) {
 		return false, fmt.Errorf("taking over %d fields from %v: %w", res.Moved, d.adoption.From, err)
 	}
 	log.FromContext(ctx).Info("took over an object another controller wrote",
-		"object", it.id.describe(), "from", d.adoption.From, "fields", res.Moved, "removed", len(res.Stale))
+		"object", it.id.Describe(), "from", d.adoption.From, "fields", res.Moved, "removed", len(res.Stale))
 	return true, nil
 }
 

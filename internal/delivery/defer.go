@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 // deferred reports whether applyOne leaves live, an object the sink has not
@@ -47,7 +49,7 @@ func (d *Direct) deferred(owner Owner, it *item, live client.Object) (bool, erro
 	if err != nil {
 		return false, fmt.Errorf("reading the live object: %w", err)
 	}
-	if isSecret(it.gvk) && !hasData(m) {
+	if canon.IsSecret(it.gvk) && !canon.HasData(m) {
 		return false, nil
 	}
 	return d.holds(it.gvk, unmarked(it.obj.Object, liveLabels, owner), m), nil

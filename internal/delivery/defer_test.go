@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 const markLabel = "app.kubernetes.io/managed-by"
@@ -167,7 +169,7 @@ func TestDirectApply_DeferralNeverTakesAnotherOwnersObject(t *testing.T) {
 	g.Expect(writes(reqs)).To(BeEmpty())
 
 	var done bool
-	reqs = requests.during(func() { done, err = sink.Delete(ctx, owner, NewInventory([]*unstructured.Unstructured{want})) })
+	reqs = requests.during(func() { done, err = sink.Delete(ctx, owner, canon.NewInventory([]*unstructured.Unstructured{want})) })
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(done).To(BeTrue())
 	g.Expect(writes(reqs)).To(BeEmpty(), "not deleted")

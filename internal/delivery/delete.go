@@ -13,13 +13,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 // prune deletes the object of a stale entry when it still belongs to owner.
 // It reports whether a delete was sent and whether the entry must stay in
 // the inventory (the object could not be checked or deleted).
 func (d *Direct) prune(ctx context.Context, owner Owner, e commonv1.ResourceRef) (pruned, keep bool, err error) {
-	id, err := ParseID(e.ID)
+	id, err := canon.ParseID(e.ID)
 	if err != nil {
 		return false, false, fmt.Errorf("dropping inventory entry: %w", err)
 	}
@@ -28,7 +29,7 @@ func (d *Direct) prune(ctx context.Context, owner Owner, e commonv1.ResourceRef)
 		return false, true, err
 	}
 	if st == removeSent {
-		log.FromContext(ctx).V(1).Info("pruned object", "object", id.describe(), "owner", owner.String())
+		log.FromContext(ctx).V(1).Info("pruned object", "object", id.Describe(), "owner", owner.String())
 	}
 	return st == removeSent, false, nil
 }
@@ -47,14 +48,14 @@ const (
 // owner labels), with preconditions on the live object's UID and
 // resourceVersion so that an object taken over since the cache saw it is
 // left alone.
-func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version string) (removeState, error) {
+func (d *Direct) remove(ctx context.Context, owner Owner, id canon.ObjectID, version string) (removeState, error) {
 	gvk := id.GroupVersionKind(version)
 	live, err := d.getLive(ctx, gvk, client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
 	if meta.IsNoMatchError(err) {
 		return removeGone, nil // the kind is not served any more, so the object is gone
 	}
 	if err != nil {
-		return removeGone, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
+		return removeGone, fmt.Errorf("%s: reading the live object: %w", id.Describe(), err)
 	}
 	if live == nil || !owner.ownsLive(live) {
 		return removeGone, nil
@@ -73,7 +74,7 @@ func (d *Direct) remove(ctx context.Context, owner Owner, id ObjectID, version s
 		return removeGone, nil
 	}
 	if err != nil {
-		return removeGone, fmt.Errorf("%s: deleting: %w", id.describe(), err)
+		return removeGone, fmt.Errorf("%s: deleting: %w", id.Describe(), err)
 	}
 	return removeSent, nil
 }
@@ -93,7 +94,7 @@ func (d *Direct) Delete(ctx context.Context, owner Owner, prev *commonv1.Resourc
 	done := true
 	var errs []error
 	for _, e := range entries {
-		id, err := ParseID(e.ID)
+		id, err := canon.ParseID(e.ID)
 		if err != nil {
 			continue
 		}
@@ -119,7 +120,7 @@ func (d *Direct) Delete(ctx context.Context, owner Owner, prev *commonv1.Resourc
 
 // goneNow asks the API server, through the uncached reader when there is
 // one, whether an object is gone.
-func (d *Direct) goneNow(ctx context.Context, id ObjectID, version string) bool {
+func (d *Direct) goneNow(ctx context.Context, id canon.ObjectID, version string) bool {
 	if d.apiReader == nil {
 		return false
 	}

@@ -15,6 +15,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/adopt"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 // DefaultFieldManager is the server-side apply field manager of the direct sink.
@@ -73,7 +74,7 @@ func (d *Direct) Mode() string { return ModeDirect }
 
 // item is one desired object, ready to apply.
 type item struct {
-	id     ObjectID
+	id     canon.ObjectID
 	gvk    schema.GroupVersionKind
 	obj    *unstructured.Unstructured // with owner labels and digest annotation
 	digest string
@@ -106,12 +107,11 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 	var items []*item
 	scopes := map[schema.GroupVersionKind]bool{} // cluster-scoped kinds, per Apply
 	for i, o := range objs {
-		if o == nil || o.GetKind() == "" || o.GetName() == "" {
-			errs = append(errs, fmt.Errorf("object %d of the set has no kind or no name", i))
-			canPrune = false
+		if err := checkIdentity(i, o); err != nil {
+			errs, canPrune = append(errs, err), false
 			continue
 		}
-		raw := IDOf(o).String()
+		raw := canon.IDOf(o).String()
 		it, err := d.prepare(owner, o, scopes)
 		if err != nil {
 			inSet[raw] = true
@@ -120,7 +120,7 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 		}
 		id := it.id.String()
 		if inSet[id] {
-			errs = append(errs, fmt.Errorf("%s: listed twice in the set", it.id.describe()))
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", it.id.Describe()))
 			continue
 		}
 		inSet[raw], inSet[id] = true, true
@@ -175,7 +175,7 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 			changed = append(changed, e.ID)
 		}
 	}
-	sortEntries(entries)
+	canon.SortEntries(entries)
 	sort.Strings(changed)
 	return &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}, errors.Join(errs...)
 }
@@ -207,11 +207,11 @@ func (d *Direct) prepare(owner Owner, o *unstructured.Unstructured, scopes map[s
 // scope of each kind seen so far.
 func prepareItem(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool, dropOwnerRefs bool) (*item, error) {
 	gvk := o.GroupVersionKind()
-	name := describe(gvk.Kind, o.GetNamespace(), o.GetName())
+	name := canon.Describe(gvk.Kind, o.GetNamespace(), o.GetName())
 	if gvk.Version == "" {
 		return nil, fmt.Errorf("%s: apiVersion is missing", name)
 	}
-	obj, err := canonical(o)
+	obj, err := canon.Canonical(o)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -232,7 +232,7 @@ func prepareItem(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructur
 	} else if obj.GetNamespace() == "" {
 		return nil, fmt.Errorf("%s: a namespaced object needs a namespace", name)
 	}
-	digest, err := digestOf(obj.Object)
+	digest, err := canon.DigestOf(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -253,13 +253,13 @@ func prepareItem(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructur
 	}
 	ann[AnnotationAppliedDigest] = digest
 	obj.SetAnnotations(ann)
-	return &item{id: IDOf(obj), gvk: gvk, obj: obj, digest: digest}, nil
+	return &item{id: canon.IDOf(obj), gvk: gvk, obj: obj, digest: digest}, nil
 }
 
 // applyOne applies one object unless the live object already matches it,
 // and reports whether the API server's object changed.
 func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, error) {
-	name := it.id.describe()
+	name := it.id.Describe()
 	live, err := d.getLive(ctx, it.gvk, client.ObjectKeyFromObject(it.obj))
 	if err != nil {
 		return false, fmt.Errorf("%s: reading the live object: %w", name, err)
@@ -274,10 +274,10 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 				return false, fmt.Errorf("%s: reading the live object: %w", name, err)
 			}
 			want := it.obj.Object
-			if isSecret(it.gvk) && !hasData(m) {
+			if canon.IsSecret(it.gvk) && !canon.HasData(m) {
 				// The manager caches Secrets without their data: the
 				// applied-digest annotation, which covers it, stands for it.
-				want = withoutData(want)
+				want = canon.WithoutData(want)
 			}
 			if d.holds(it.gvk, want, m) {
 				return false, nil
@@ -362,7 +362,7 @@ func applyRank(gvk schema.GroupVersionKind) int {
 }
 
 func refRank(e commonv1.ResourceRef) int {
-	id, err := ParseID(e.ID)
+	id, err := canon.ParseID(e.ID)
 	if err != nil {
 		return 2
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 // deliverySet is a ConfigMap, a Secret written with stringData and a k0rdent
@@ -67,14 +68,14 @@ func TestDirectApply_FirstApplyCreatesObjectsAndReturnsInventory(t *testing.T) {
 	}
 	g.Expect(ids(res)).To(Equal(want))
 	g.Expect(res.Changed).To(Equal(want))
-	g.Expect(res.Inventory).To(Equal(NewInventory(objs)))
+	g.Expect(res.Inventory).To(Equal(canon.NewInventory(objs)))
 	for _, o := range objs {
 		got, err := live(t, o)
 		g.Expect(err).NotTo(HaveOccurred(), "%s", o.GetName())
 		g.Expect(got.GetLabels()).To(HaveKeyWithValue(LabelOwnerKind, "Colony"))
 		g.Expect(got.GetLabels()).To(HaveKeyWithValue(LabelOwnerNamespace, ns))
 		g.Expect(got.GetLabels()).To(HaveKeyWithValue(LabelOwnerName, "colony-a"))
-		digest, err := Digest(o)
+		digest, err := canon.Digest(o)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(got.GetAnnotations()).To(HaveKeyWithValue(AnnotationAppliedDigest, digest))
 		g.Expect(got.GetManagedFields()).To(ContainElement(HaveField("Manager", DefaultFieldManager)))

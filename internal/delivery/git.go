@@ -18,8 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/notice"
 )
 
 // DefaultCommitWindow is how long the Git sink collects changes before it
@@ -72,9 +74,9 @@ type FluxTarget struct {
 }
 
 // ownerKey identifies an owner in the sink's bookkeeping.
-type ownerKey struct{ kind, namespace, name string }
+type ownerKey = notice.Key
 
-func keyOf(o Owner) ownerKey { return ownerKey{o.Kind, o.Namespace, o.Name} }
+func keyOf(o Owner) ownerKey { return ownerKey{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name} }
 
 // pendingFile is a change waiting for the next commit: new content, or a
 // removal when data is nil.
@@ -110,7 +112,7 @@ type Git struct {
 	refused  map[ownerKey]bool // owners turned away before the clone opened
 	sweeps   []sweepRequest    // sweeps asked for before the clone opened
 	retired  bool              // the path was removed (Retire)
-	notifier notifier
+	notices  notice.Board
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
 }
@@ -166,12 +168,11 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	var files []*gitFile
 	scopes := map[schema.GroupVersionKind]bool{}
 	for i, o := range objs {
-		if o == nil || o.GetKind() == "" || o.GetName() == "" {
-			errs = append(errs, fmt.Errorf("object %d of the set has no kind or no name", i))
-			canPrune = false
+		if err := checkIdentity(i, o); err != nil {
+			errs, canPrune = append(errs, err), false
 			continue
 		}
-		raw := IDOf(o).String()
+		raw := canon.IDOf(o).String()
 		f, err := encodeFile(g.opts.Mapper, owner, o, scopes)
 		inSet[raw] = true
 		if err != nil {
@@ -180,7 +181,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		}
 		id := f.id.String()
 		if inSet[id] && id != raw {
-			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.describe()))
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.Describe()))
 			continue
 		}
 		inSet[id] = true
@@ -203,7 +204,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	for _, f := range files {
 		cur := g.current(f.path)
 		if other := fileOwnerOther(owner, cur); other != "" {
-			errs = append(errs, fmt.Errorf("%s: held by %s, not committed for %s", f.id.describe(), other, owner))
+			errs = append(errs, fmt.Errorf("%s: held by %s, not committed for %s", f.id.Describe(), other, owner))
 			continue
 		}
 		if err := seal(g.opts.Encrypter, f, cur); err != nil {
@@ -211,7 +212,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			continue
 		}
 		if queued[f.path] {
-			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.describe()))
+			errs = append(errs, fmt.Errorf("%s: listed twice in the set", f.id.Describe()))
 			continue
 		}
 		queued[f.path] = true
@@ -227,7 +228,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			entries = append(entries, e)
 		}
 	}
-	for _, e := range Diff(prev, &commonv1.ResourceInventory{Entries: entries}) {
+	for _, e := range canon.Diff(prev, &commonv1.ResourceInventory{Entries: entries}) {
 		if inSet[e.ID] {
 			continue
 		}
@@ -249,7 +250,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	if len(changed) > 0 {
 		g.ownerErr[key] = nil
 	}
-	sortEntries(entries)
+	canon.SortEntries(entries)
 	sort.Strings(changed)
 	res := &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}
 	if g.perOwner[key] > 0 {
@@ -262,96 +263,6 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	}
 	res.Revision = g.revisionOf(key)
 	return res, errors.Join(errs...)
-}
-
-// Delete queues the removal of the files of prev's objects that still
-// belong to owner, and reports done once they are committed and Flux has
-// pruned every object of prev from the cluster.
-func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceInventory) (bool, error) {
-	if err := owner.Validate(); err != nil {
-		return false, err
-	}
-	g.mu.Lock()
-	key := keyOf(owner)
-	if g.retired {
-		g.mu.Unlock()
-		return false, ErrRetired
-	}
-	if g.repo == nil {
-		g.refused[key] = true
-		g.mu.Unlock()
-		return false, fmt.Errorf("%w: %w", ErrNotOpen, g.openErr)
-	}
-	for _, e := range prevEntries(prev) {
-		g.queueRemoval(owner, e)
-	}
-	if g.perOwner[key] > 0 {
-		g.wake()
-		err := g.ownerErr[key]
-		g.mu.Unlock()
-		return false, err
-	}
-	g.mu.Unlock()
-	for _, e := range prevEntries(prev) {
-		id, err := ParseID(e.ID)
-		if err != nil {
-			continue
-		}
-		live, err := readLive(ctx, g.opts.Reader, g.opts.Scheme, id.GroupVersionKind(e.Version), client.ObjectKey{Namespace: id.Namespace, Name: id.Name})
-		if meta.IsNoMatchError(err) {
-			continue
-		}
-		if err != nil {
-			return false, fmt.Errorf("%s: reading the live object: %w", id.describe(), err)
-		}
-		if live != nil && owner.Owns(live.GetLabels()) {
-			if _, err := g.pruneForgotten(ctx, owner, e.ID, live); err != nil {
-				return false, err
-			}
-			return false, nil // Flux has not pruned it yet
-		}
-	}
-	g.mu.Lock()
-	delete(g.ownerRev, key)
-	delete(g.ownerErr, key)
-	g.mu.Unlock()
-	return true, nil
-}
-
-// queueRemoval queues the removal of an entry's file when it still belongs
-// to owner, and reports whether it did. Callers hold g.mu.
-func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
-	path, ok := entryPath(e)
-	if !ok {
-		return false
-	}
-	cur := g.current(path)
-	if cur == nil || !ownedBy(owner, cur) {
-		return false
-	}
-	g.queue(path, nil, keyOf(owner))
-	return true
-}
-
-// removalPending reports whether the removal of an entry's file is queued
-// for owner and not committed yet. Callers hold g.mu.
-func (g *Git) removalPending(owner ownerKey, e commonv1.ResourceRef) bool {
-	path, ok := entryPath(e)
-	if !ok {
-		return false
-	}
-	p, queued := g.pending[path]
-	return queued && p.data == nil && p.owner == owner
-}
-
-// entryPath is the file of an inventory entry's object; false when the
-// entry's ID cannot be parsed.
-func entryPath(e commonv1.ResourceRef) (string, bool) {
-	id, err := ParseID(e.ID)
-	if err != nil {
-		return "", false
-	}
-	return gitrepo.ObjectPath(id.Namespace, id.Kind, id.Name), true
 }
 
 // current returns the content a path will have after the queued changes,

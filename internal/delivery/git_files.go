@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -34,7 +35,7 @@ type SecretEncrypter interface {
 
 // gitFile is one rendered object as the Git sink commits it.
 type gitFile struct {
-	id      ObjectID
+	id      canon.ObjectID
 	version string
 	path    string // relative to the sink's path
 	data    []byte
@@ -58,10 +59,10 @@ func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructure
 	}
 	data, err := yaml.Marshal(it.obj.Object)
 	if err != nil {
-		return nil, fmt.Errorf("%s: encoding YAML: %w", it.id.describe(), err)
+		return nil, fmt.Errorf("%s: encoding YAML: %w", it.id.Describe(), err)
 	}
 	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name)}
-	if isSecret(it.gvk) {
+	if canon.IsSecret(it.gvk) {
 		f.secret = data
 		return f, nil
 	}
@@ -76,7 +77,7 @@ func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
 		return nil
 	}
 	if enc == nil {
-		return fmt.Errorf("%s: %w", f.id.describe(), ErrNoRecipients)
+		return fmt.Errorf("%s: %w", f.id.Describe(), ErrNoRecipients)
 	}
 	if current != nil && enc.Unchanged(current, f.secret) {
 		f.data = current
@@ -84,7 +85,7 @@ func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
 	}
 	data, err := enc.Encrypt(f.secret)
 	if err != nil {
-		return fmt.Errorf("%s: encrypting: %w", f.id.describe(), err)
+		return fmt.Errorf("%s: encrypting: %w", f.id.Describe(), err)
 	}
 	f.data = data
 	return nil

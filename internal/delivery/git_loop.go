@@ -73,7 +73,7 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 			// A manager stopped after a push and before its nudge left
 			// Flux to find that commit at its next interval: ask once now.
 			g.nudgeFlux(ctx)
-			g.notifier.notify(refused)
+			g.notices.Notify(refused)
 			for _, s := range sweeps {
 				if n := g.Sweep(s.kind, s.alive); n > 0 {
 					g.opts.Logger.Info("removing the files of owners that are gone", "kind", s.kind, "files", n)
@@ -91,7 +91,7 @@ func (g *Git) openWithRetry(ctx context.Context) bool {
 		g.openErr = err
 		g.mu.Unlock()
 		g.opts.Logger.Error(err, "opening the Git repository failed; retrying", "attempt", attempt)
-		g.notifier.notify(refused)
+		g.notices.Notify(refused)
 		if !sleepOr(ctx, retryDelay(attempt), g.retry) {
 			return false
 		}
@@ -131,7 +131,7 @@ func (g *Git) flush(ctx context.Context) error {
 			g.ownerErr[o] = err
 		}
 		g.mu.Unlock()
-		g.notifier.notify(owners)
+		g.notices.Notify(owners)
 		return err
 	}
 	rev := res.Commit
@@ -160,7 +160,7 @@ func (g *Git) flush(ctx context.Context) error {
 		g.opts.Logger.Info("pushed commit", "commit", rev, "files", len(res.Changed), "owners", len(owners))
 		g.nudgeFlux(ctx)
 	}
-	g.notifier.notify(owners)
+	g.notices.Notify(owners)
 	return nil
 }
 
@@ -169,7 +169,7 @@ func (g *Git) flush(ctx context.Context) error {
 func (g *Git) message(owners map[ownerKey]bool) string {
 	names := make([]string, 0, len(owners))
 	for o := range owners {
-		names = append(names, Owner{Kind: o.kind, Namespace: o.namespace, Name: o.name}.String())
+		names = append(names, Owner{Kind: o.Kind, Namespace: o.Namespace, Name: o.Name}.String())
 	}
 	sort.Strings(names)
 	const maxListed = 50

@@ -133,6 +133,6 @@ func (g *Git) Retire(ctx context.Context) (string, error) {
 		g.opts.Logger.Info("removed the folder of a target that is gone", "path", g.opts.Repo.Path, "commit", rev, "files", len(res.Changed))
 		g.nudgeFlux(ctx)
 	}
-	g.notifier.notify(owners)
+	g.notices.Notify(owners)
 	return rev, nil
 }

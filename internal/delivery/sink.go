@@ -1,10 +1,11 @@
-// Package delivery makes a cluster (or, later, a Git repository) hold exactly
-// a given set of objects for one Apiary owner, a Colony or a
-// WorkspaceDeployment. A Sink applies the set, records what it holds in an
-// inventory that the caller keeps on the owner's status, and prunes objects
-// that left the set. The direct sink uses server-side apply and reads live
-// objects from the manager's informer cache, so a reconcile that changes
-// nothing makes no API request and returns an unchanged inventory.
+// Package delivery makes a cluster or a Git repository hold exactly a given
+// set of objects for one Apiary owner, a Colony or a WorkspaceDeployment. A
+// Sink applies the set, records what it holds in an inventory that the
+// caller keeps on the owner's status, and prunes objects that left the set.
+// The direct sink uses server-side apply and reads live objects from the
+// manager's informer cache, so a reconcile that changes nothing makes no
+// API request and returns an unchanged inventory. The Git sink commits the
+// set for Flux and reads back what Flux applied.
 package delivery
 
 import (
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/naming"
 )
 
@@ -40,7 +42,7 @@ const (
 	// AnnotationAppliedDigest holds the digest (see Digest) of the desired
 	// object the sink last applied, before the sink's labels and annotation
 	// were added.
-	AnnotationAppliedDigest = "apiary.exalsius.ai/applied-digest"
+	AnnotationAppliedDigest = canon.AnnotationAppliedDigest
 	// AnnotationAdopted marks an object the sink took over with an Update
 	// (adopt.go) whose fields it has yet to settle; it holds the field
 	// managers taken over from.
@@ -166,10 +168,11 @@ type Sink interface {
 	Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceInventory) (done bool, err error)
 }
 
-// describe names an object as "Kind namespace/name" for messages.
-func describe(kind, namespace, name string) string {
-	if namespace == "" {
-		return fmt.Sprintf("%s %s", kind, name)
+// checkIdentity refuses object i of a set when it cannot be named: without
+// a kind or a name, nothing can be applied, committed or pruned for it.
+func checkIdentity(i int, o *unstructured.Unstructured) error {
+	if o == nil || o.GetKind() == "" || o.GetName() == "" {
+		return fmt.Errorf("object %d of the set has no kind or no name", i)
 	}
-	return fmt.Sprintf("%s %s/%s", kind, namespace, name)
+	return nil
 }

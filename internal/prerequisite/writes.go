@@ -2,6 +2,8 @@ package prerequisite
 
 import (
 	"sync"
+
+	"github.com/apiaryhq/apiary/internal/keylock"
 )
 
 // ID names the shared install of one prerequisite on one cluster: the
@@ -20,8 +22,8 @@ type ID struct {
 // commit. A restart starts with none: the cache has synced by the time
 // anything is decided. The zero value is ready to use.
 type Writes struct {
+	locks    keylock.Locks[ID]
 	mu       sync.Mutex
-	locks    map[ID]*sync.Mutex
 	written  map[ID]Candidate
 	removing map[serviceSet]bool
 }
@@ -29,20 +31,7 @@ type Writes struct {
 type serviceSet struct{ namespace, name string }
 
 // Lock takes the lock of one install and returns its unlock.
-func (w *Writes) Lock(id ID) (unlock func()) {
-	w.mu.Lock()
-	if w.locks == nil {
-		w.locks = map[ID]*sync.Mutex{}
-	}
-	l, ok := w.locks[id]
-	if !ok {
-		l = &sync.Mutex{}
-		w.locks[id] = l
-	}
-	w.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
+func (w *Writes) Lock(id ID) (unlock func()) { return w.locks.Lock(id) }
 
 // Record remembers an install delivered for id.
 func (w *Writes) Record(id ID, wr Candidate) {

@@ -282,3 +282,69 @@ func GatewayAPICRDs() ([]string, error) {
 	}
 	return files, nil
 }
+
+// Pair is a management control plane with Flux's CRDs and a child control
+// plane, for suites whose managers deliver through Git and reach a child.
+type Pair struct {
+	Management, Child *Environment
+	// ChildKubeconfig reaches Child as an administrator.
+	ChildKubeconfig []byte
+
+	git     *GitServer
+	gitRoot string
+}
+
+// StartFluxPair starts a Pair; Stop ends it.
+func StartFluxPair() (*Pair, error) {
+	fluxCRDs, err := FluxCRDDirs()
+	if err != nil {
+		return nil, fmt.Errorf("finding Flux's CRDs: %w", err)
+	}
+	p := &Pair{}
+	if p.Management, err = Start(WithCRDDirs(fluxCRDs...)); err != nil {
+		return nil, fmt.Errorf("starting the management control plane: %w", err)
+	}
+	if p.Child, err = Start(Bare()); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("starting the child control plane: %w", err)
+	}
+	if p.ChildKubeconfig, err = p.Child.Kubeconfig(); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("child kubeconfig: %w", err)
+	}
+	return p, nil
+}
+
+// Dir is the pair's temporary folder, removed by Stop; it holds the Git
+// server's repositories (see StartGitServer) and is free for a suite's own
+// files, such as a manager's checkouts.
+func (p *Pair) Dir() string { return p.gitRoot }
+
+// StartGitServer starts a loopback Git server under Dir, which Stop stops
+// and removes.
+func (p *Pair) StartGitServer(opts ...GitServerOption) (*GitServer, error) {
+	root, err := os.MkdirTemp("", "apiary-git-")
+	if err != nil {
+		return nil, fmt.Errorf("creating a folder for the Git server: %w", err)
+	}
+	p.gitRoot = root
+	if p.git, err = StartGitServer(filepath.Join(root, "git"), opts...); err != nil {
+		return nil, err
+	}
+	return p.git, nil
+}
+
+// Stop stops the Git server and both control planes.
+func (p *Pair) Stop() {
+	if p.git != nil {
+		_ = p.git.Stop()
+	}
+	if p.gitRoot != "" {
+		_ = os.RemoveAll(p.gitRoot)
+	}
+	for _, e := range []*Environment{p.Child, p.Management} {
+		if e != nil {
+			_ = e.Stop()
+		}
+	}
+}

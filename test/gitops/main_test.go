@@ -86,22 +86,13 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 		return 1
 	}
-	fluxCRDs, err := testenv.FluxCRDDirs()
+	pair, err := testenv.StartFluxPair()
 	if err != nil {
-		return fail("finding Flux's CRDs", err)
+		return fail("starting the control planes", err)
 	}
-	if env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...)); err != nil {
-		return fail("starting the management control plane", err)
-	}
-	defer func() { _ = env.Stop() }()
-	if child, err = testenv.Start(testenv.Bare()); err != nil {
-		return fail("starting the child control plane", err)
-	}
-	defer func() { _ = child.Stop() }()
-	childKubeconfig, err := child.Kubeconfig()
-	if err != nil {
-		return fail("child kubeconfig", err)
-	}
+	defer pair.Stop()
+	env, child = pair.Management, pair.Child
+	childKubeconfig := pair.ChildKubeconfig
 	gatewayCRDs, err := testenv.GatewayAPICRDs()
 	if err != nil {
 		return fail("finding the Gateway API CRDs", err)
@@ -127,15 +118,9 @@ func run(m *testing.M) int {
 		return fail("starting the stand-in", err)
 	}
 
-	root, err := os.MkdirTemp("", "apiary-gitops-")
-	if err != nil {
-		return fail("creating a temporary folder", err)
-	}
-	defer func() { _ = os.RemoveAll(root) }()
-	if gitServer, err = testenv.StartGitServer(filepath.Join(root, "git"), testenv.WithGitBasicAuth(gitUser, gitPassword)); err != nil {
+	if gitServer, err = pair.StartGitServer(testenv.WithGitBasicAuth(gitUser, gitPassword)); err != nil {
 		return fail("starting the Git server", err)
 	}
-	defer func() { _ = gitServer.Stop() }()
 	if err := gitServer.InitRepo(repoName, branch); err != nil {
 		return fail("creating the repository", err)
 	}
@@ -180,7 +165,7 @@ func run(m *testing.M) int {
 			SigningKeySecretRef: &types.NamespacedName{Namespace: fluxNS, Name: signingSecret},
 			AuthorEmail:         authorEmail,
 			CommitWindow:        500 * time.Millisecond,
-			CheckoutDir:         filepath.Join(root, "checkout"),
+			CheckoutDir:         filepath.Join(pair.Dir(), "checkout"),
 			AgeRecipients:       []string{recipient},
 		},
 	}}

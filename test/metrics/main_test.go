@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -50,22 +49,13 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
 		return 1
 	}
-	fluxCRDs, err := testenv.FluxCRDDirs()
+	pair, err := testenv.StartFluxPair()
 	if err != nil {
-		return fail("finding Flux's CRDs", err)
+		return fail("starting the control planes", err)
 	}
-	if env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...)); err != nil {
-		return fail("starting the management control plane", err)
-	}
-	defer func() { _ = env.Stop() }()
-	if child, err = testenv.Start(testenv.Bare()); err != nil {
-		return fail("starting the child control plane", err)
-	}
-	defer func() { _ = child.Stop() }()
-	kubeconfig, err := child.Kubeconfig()
-	if err != nil {
-		return fail("child kubeconfig", err)
-	}
+	defer pair.Stop()
+	env, child = pair.Management, pair.Child
+	kubeconfig := pair.ChildKubeconfig
 	down, err := withServer(kubeconfig, "https://127.0.0.1:1")
 	if err != nil {
 		return fail("unreachable kubeconfig", err)
@@ -82,15 +72,9 @@ func run(m *testing.M) int {
 	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
 		return fail("stand-in", err)
 	}
-	root, err := os.MkdirTemp("", "apiary-metrics-")
-	if err != nil {
-		return fail("creating a temporary folder", err)
-	}
-	defer func() { _ = os.RemoveAll(root) }()
-	if gitServer, err = testenv.StartGitServer(filepath.Join(root, "git")); err != nil {
+	if gitServer, err = pair.StartGitServer(); err != nil {
 		return fail("starting the Git server", err)
 	}
-	defer func() { _ = gitServer.Stop() }()
 	return m.Run()
 }
 

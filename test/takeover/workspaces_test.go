@@ -18,6 +18,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -253,7 +254,7 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 // operator wrote it.
 func delivered(t *testing.T, ss *k0rdentv1beta1.ServiceSet, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
-	id := delivery.ObjectID{Namespace: ss.Namespace, Name: ss.Name, Group: k0rdentv1beta1.GroupVersion.Group, Kind: "ServiceSet"}.String()
+	id := canon.ObjectID{Namespace: ss.Namespace, Name: ss.Name, Group: k0rdentv1beta1.GroupVersion.Group, Kind: "ServiceSet"}.String()
 	NewWithT(t).Eventually(func(g Gomega) {
 		ws := &workspacesv1.WorkspaceDeployment{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), ws)).To(Succeed())

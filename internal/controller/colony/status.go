@@ -8,14 +8,13 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/k0rdentstatus"
 )
 
@@ -37,17 +36,9 @@ func (r *Reconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc *rende
 	}
 	res, err := r.Sink.Apply(ctx, colonyOwner(obj), rc.objects(), pruneFrom)
 	if res != nil {
-		inv := res.Inventory
+		reconciler.RecordApply(d, res)
 		if len(rc.failed) > 0 {
-			inv = delivery.UnionInventory(inv, prev)
-		}
-		d.Inventory = inv
-		if res.Revision != "" {
-			d.Revision = res.Revision
-		}
-		if len(res.Changed) > 0 {
-			now := metav1.Now()
-			d.LastDeliveredTime = &now
+			d.Inventory = canon.UnionInventory(res.Inventory, prev)
 		}
 	}
 	var rev string

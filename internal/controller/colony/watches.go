@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -123,26 +122,13 @@ func (r *Reconciler) coloniesForConfigMap(ctx context.Context, o client.Object) 
 // Colony that Flux has synced reads its state from the cache and writes
 // nothing.
 func (r *Reconciler) unsyncedColonies(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &infrav1.ColonyList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
+	return reconciler.RequestsForAll(ctx, r.Client, &infrav1.ColonyList{})
 }
 
 // holderChanged passes an update that changes the object's shard claim.
-var holderChanged = predicate.Funcs{
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetAnnotations()[shard.HolderAnnotation] != e.ObjectNew.GetAnnotations()[shard.HolderAnnotation]
-	},
-}
+var holderChanged = reconciler.UpdatedWhen(func(old, updated client.Object) bool {
+	return old.GetAnnotations()[shard.HolderAnnotation] != updated.GetAnnotations()[shard.HolderAnnotation]
+})
 
 // shardPredicate lets through the events of Colonies this shard may have
 // work on: its own and the ones it holds. Reconciles decide again.

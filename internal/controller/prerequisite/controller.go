@@ -21,6 +21,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -221,7 +222,7 @@ func (r *Reconciler) finishRemoval(ctx context.Context, key types.NamespacedName
 
 // serviceSetInventory is the sink's inventory of one prerequisite: its ServiceSet.
 func serviceSetInventory(namespace, name string) *commonv1.ResourceInventory {
-	id := delivery.ObjectID{Namespace: namespace, Name: name, Group: k0rdentv1beta1.GroupVersion.Group, Kind: k0rdentv1beta1.ServiceSetKind}
+	id := canon.ObjectID{Namespace: namespace, Name: name, Group: k0rdentv1beta1.GroupVersion.Group, Kind: k0rdentv1beta1.ServiceSetKind}
 	return &commonv1.ResourceInventory{Entries: []commonv1.ResourceRef{{ID: id.String(), Version: k0rdentv1beta1.GroupVersion.Version}}}
 }
 

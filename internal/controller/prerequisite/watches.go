@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -16,6 +15,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -39,15 +39,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&k0rdentv1beta1.ServiceSet{}, builder.WithPredicates(isPrerequisite, predicate.Or[client.Object](
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.prerequisitesOfWorkspace),
-			builder.WithPredicates(predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
-					e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-			}})).
+			builder.WithPredicates(reconciler.UpdatesWhen(func(old, updated client.Object) bool {
+				return old.GetGeneration() != updated.GetGeneration() ||
+					old.GetDeletionTimestamp().IsZero() != updated.GetDeletionTimestamp().IsZero()
+			}))).
 		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.prerequisitesOfClass),
-			builder.WithPredicates(predicate.Funcs{
-				UpdateFunc: func(event.UpdateEvent) bool { return false },
-				DeleteFunc: func(event.DeleteEvent) bool { return false },
-			})).
+			builder.WithPredicates(reconciler.Created())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 2}).
 		Complete(r)
 }

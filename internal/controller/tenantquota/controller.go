@@ -83,15 +83,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 // allQuotas maps a change to every quota: there are few, and which select
 // a namespace is for each to say.
 func (r *Reconciler) allQuotas(ctx context.Context, _ client.Object) []reconcile.Request {
-	list := &quotav1alpha1.TenantQuotaList{}
-	if err := r.List(ctx, list); err != nil {
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
+	return reconciler.RequestsForAll(ctx, r.Client, &quotav1alpha1.TenantQuotaList{})
 }
 
 // Reconcile is the entry point of a TenantQuota's reconciliation.

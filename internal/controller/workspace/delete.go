@@ -16,7 +16,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -47,7 +47,7 @@ func deletionInventory(obj *workspacesv1.WorkspaceDeployment) *commonv1.Resource
 		named(k0rdentv1beta1.GroupVersion.String(), "ServiceSet", serviceSetName(obj)),
 		named("v1", "Secret", plan.ValuesSecretName(cd.Name, obj.Name)),
 	}
-	inv := delivery.NewInventory(objs)
+	inv := canon.NewInventory(objs)
 	if obj.Status.Delivery == nil || obj.Status.Delivery.Inventory == nil {
 		return inv
 	}

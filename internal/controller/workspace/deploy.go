@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
@@ -67,16 +66,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		}
 	}
 	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), set.Objects, d.Inventory)
-	if result != nil {
-		d.Inventory = result.Inventory
-		if result.Revision != "" {
-			d.Revision = result.Revision
-		}
-		if len(result.Changed) > 0 {
-			now := metav1.Now()
-			d.LastDeliveredTime = &now
-		}
-	}
+	reconciler.RecordApply(d, result)
 	var rev string
 	if reconciler.AsGit(r.Sink) != nil {
 		rev = reconciler.RecordCommit(obj, d, result, err)

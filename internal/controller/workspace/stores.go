@@ -12,6 +12,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
+	"github.com/apiaryhq/apiary/internal/keylock"
 	"github.com/apiaryhq/apiary/internal/ownwrites"
 	"github.com/apiaryhq/apiary/internal/wake"
 )
@@ -61,28 +62,17 @@ func (s *stores) forget(cd types.NamespacedName, obj *workspacesv1.WorkspaceDepl
 // moment before. Everything else it needs is read anew for each decision.
 type gpuGate struct {
 	mu      sync.Mutex
-	locks   map[types.NamespacedName]*sync.Mutex
+	locks   keylock.Locks[types.NamespacedName]
 	assumed map[types.NamespacedName]*admission.Assumptions[*workspacesv1.WorkspaceAdmission]
 }
 
 func newGPUGate() *gpuGate {
 	return &gpuGate{
-		locks:   map[types.NamespacedName]*sync.Mutex{},
 		assumed: map[types.NamespacedName]*admission.Assumptions[*workspacesv1.WorkspaceAdmission]{},
 	}
 }
 
-func (g *gpuGate) lock(cd types.NamespacedName) func() {
-	g.mu.Lock()
-	l, ok := g.locks[cd]
-	if !ok {
-		l = &sync.Mutex{}
-		g.locks[cd] = l
-	}
-	g.mu.Unlock()
-	l.Lock()
-	return l.Unlock
-}
+func (g *gpuGate) lock(cd types.NamespacedName) func() { return g.locks.Lock(cd) }
 
 func (g *gpuGate) assumptions(cd types.NamespacedName) *admission.Assumptions[*workspacesv1.WorkspaceAdmission] {
 	g.mu.Lock()

@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -43,8 +43,8 @@ func TestRenderCacheEncoding(t *testing.T) {
 	if !equality.Semantic.DeepEqual(first.Objects[0].Object, obj.Object) {
 		t.Fatalf("decoded %v, want %v", first.Objects[0].Object, obj.Object)
 	}
-	want, _ := delivery.Digest(obj)
-	if got, _ := delivery.Digest(first.Objects[0]); got != want {
+	want, _ := canon.Digest(obj)
+	if got, _ := canon.Digest(first.Objects[0]); got != want {
 		t.Fatalf("digest %s, want %s", got, want)
 	}
 	first.Objects[0].SetName("changed")

@@ -10,7 +10,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/naming"
 )
 
@@ -68,7 +68,7 @@ func (r *Router) Drop(ctx context.Context, obj *workspacesv1.WorkspaceDeployment
 func splitNamespaces(inv *commonv1.ResourceInventory) (rest, namespaces *commonv1.ResourceInventory) {
 	rest, namespaces = &commonv1.ResourceInventory{}, &commonv1.ResourceInventory{}
 	for _, e := range inv.Entries {
-		if id, err := delivery.ParseID(e.ID); err == nil && id.Group == "" && id.Kind == "Namespace" {
+		if id, err := canon.ParseID(e.ID); err == nil && id.Group == "" && id.Kind == "Namespace" {
 			namespaces.Entries = append(namespaces.Entries, e)
 			continue
 		}

@@ -256,16 +256,7 @@ func (r *Router) deliverRoutes(ctx context.Context, obj *workspacesv1.WorkspaceD
 	}
 	d.Mode = sink.Mode()
 	res, err := sink.Apply(ctx, Owner(obj), objs, d.Inventory)
-	if res != nil {
-		d.Inventory = res.Inventory
-		if res.Revision != "" {
-			d.Revision = res.Revision
-		}
-		if len(res.Changed) > 0 {
-			now := metav1.Now()
-			d.LastDeliveredTime = &now
-		}
-	}
+	reconciler.RecordApply(d, res)
 	if err != nil {
 		d.Digest = ""
 		return true, routingError("delivering the routes to regional cluster %s: %s", v.cluster, err)

@@ -1,4 +1,4 @@
-package delivery
+package canon
 
 import (
 	"fmt"
@@ -34,8 +34,8 @@ func (id ObjectID) GroupVersionKind(version string) schema.GroupVersionKind {
 	return schema.GroupVersionKind{Group: id.Group, Version: version, Kind: id.Kind}
 }
 
-// describe names the object as "Kind namespace/name" for messages.
-func (id ObjectID) describe() string { return describe(id.Kind, id.Namespace, id.Name) }
+// Describe names the object as "Kind namespace/name" for messages.
+func (id ObjectID) Describe() string { return Describe(id.Kind, id.Namespace, id.Name) }
 
 // IDOf returns the ID of an object, taken from its apiVersion, kind,
 // namespace and name as they are.
@@ -73,7 +73,7 @@ func NewInventory(objs []*unstructured.Unstructured) *commonv1.ResourceInventory
 	for id, v := range byID {
 		inv.Entries = append(inv.Entries, commonv1.ResourceRef{ID: id, Version: v})
 	}
-	sortEntries(inv.Entries)
+	SortEntries(inv.Entries)
 	return inv
 }
 
@@ -96,7 +96,7 @@ func Diff(prev, next *commonv1.ResourceInventory) []commonv1.ResourceRef {
 			stale = append(stale, e)
 		}
 	}
-	sortEntries(stale)
+	SortEntries(stale)
 	return stale
 }
 
@@ -118,10 +118,19 @@ func UnionInventory(a, b *commonv1.ResourceInventory) *commonv1.ResourceInventor
 	for _, e := range seen {
 		out.Entries = append(out.Entries, e)
 	}
-	sortEntries(out.Entries)
+	SortEntries(out.Entries)
 	return out
 }
 
-func sortEntries(e []commonv1.ResourceRef) {
+// SortEntries sorts inventory entries by ID.
+func SortEntries(e []commonv1.ResourceRef) {
 	sort.Slice(e, func(i, j int) bool { return e[i].ID < e[j].ID })
+}
+
+// Describe names an object as "Kind namespace/name" for messages.
+func Describe(kind, namespace, name string) string {
+	if namespace == "" {
+		return fmt.Sprintf("%s %s", kind, name)
+	}
+	return fmt.Sprintf("%s %s/%s", kind, namespace, name)
 }

@@ -1,4 +1,4 @@
-package delivery
+package canon
 
 import (
 	"math"
@@ -44,7 +44,7 @@ func TestSubset(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(subset(tt.want, tt.have)).To(Equal(tt.ok))
+			g.Expect(Subset(tt.want, tt.have)).To(Equal(tt.ok))
 		})
 	}
 }
@@ -78,7 +78,7 @@ func TestDigestIgnoresServerFieldsAndStatus(t *testing.T) {
 func TestSecretStringDataIsComparedAsData(t *testing.T) {
 	g := NewWithT(t)
 	in := map[string]any{"data": map[string]any{"a": "YQ=="}, "stringData": map[string]any{"b": "b"}}
-	out := secretStringDataToData(in)
+	out := SecretStringDataToData(in)
 	g.Expect(out).To(Equal(map[string]any{"data": map[string]any{"a": "YQ==", "b": "Yg=="}}))
 	g.Expect(in).To(HaveKey("stringData"), "the input is not modified")
 }
@@ -87,5 +87,16 @@ func TestRestrictKeepsOnlyFieldsTheTypeHolds(t *testing.T) {
 	g := NewWithT(t)
 	want := map[string]any{"spec": map[string]any{"known": "1000m", "unknown": "x"}, "list": []any{"a"}}
 	rt := map[string]any{"spec": map[string]any{"known": "1", "other": ""}, "list": []any{"a"}, "status": map[string]any{}}
-	g.Expect(restrict(want, rt)).To(Equal(map[string]any{"spec": map[string]any{"known": "1"}, "list": []any{"a"}}))
+	g.Expect(Restrict(want, rt)).To(Equal(map[string]any{"spec": map[string]any{"known": "1"}, "list": []any{"a"}}))
+}
+
+// configMap returns a desired ConfigMap.
+func configMap(ns, name string, data map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("v1")
+	u.SetKind("ConfigMap")
+	u.SetNamespace(ns)
+	u.SetName(name)
+	_ = unstructured.SetNestedStringMap(u.Object, data, "data")
+	return u
 }

@@ -1,4 +1,8 @@
-package delivery
+// Package canon holds the Canonical form of the objects Apiary delivers and
+// compares: JSON-normalised, without status and server-owned metadata,
+// digested; Secret stringData folded into data; and whether a live object
+// holds every field of a desired one.
+package canon
 
 import (
 	"crypto/sha256"
@@ -9,10 +13,13 @@ import (
 	"math"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
+
+// AnnotationAppliedDigest holds the digest of the desired object a sink
+// last applied; the canonical form leaves it out.
+const AnnotationAppliedDigest = "apiary.exalsius.ai/applied-digest"
 
 // serverFields are metadata fields the API server owns; they are dropped
 // from desired objects before digesting and applying.
@@ -21,10 +28,10 @@ var serverFields = []string{
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
 }
 
-// canonical returns a deep copy of obj in the form that is digested and
+// Canonical returns a deep copy of obj in the form that is digested and
 // applied: JSON-normalised values, no status, no server-owned metadata and
 // no applied-digest annotation. It fails on values JSON cannot hold.
-func canonical(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func Canonical(obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
 		return nil, fmt.Errorf("encoding object: %w", err)
@@ -49,19 +56,19 @@ func canonical(obj *unstructured.Unstructured) (*unstructured.Unstructured, erro
 	return out, nil
 }
 
-// Digest returns "sha256:<hex>" of the canonical JSON form of obj (see the
+// Digest returns "sha256:<hex>" of the Canonical JSON form of obj (see the
 // applied-digest annotation), ignoring status, server-owned metadata and any
 // applied-digest annotation it carries.
 func Digest(obj *unstructured.Unstructured) (string, error) {
-	c, err := canonical(obj)
+	c, err := Canonical(obj)
 	if err != nil {
 		return "", err
 	}
-	return digestOf(c.Object)
+	return DigestOf(c.Object)
 }
 
-func digestOf(m map[string]any) (string, error) {
-	data, err := json.Marshal(m) // map keys are sorted, so the encoding is canonical
+func DigestOf(m map[string]any) (string, error) {
+	data, err := json.Marshal(m) // map keys are sorted, so the encoding is Canonical
 	if err != nil {
 		return "", fmt.Errorf("encoding object: %w", err)
 	}
@@ -69,9 +76,9 @@ func digestOf(m map[string]any) (string, error) {
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
 
-// secretStringDataToData returns a copy of a core/v1 Secret's map with
+// SecretStringDataToData returns a copy of a core/v1 Secret's map with
 // stringData folded into data, as the API server stores it.
-func secretStringDataToData(m map[string]any) map[string]any {
+func SecretStringDataToData(m map[string]any) map[string]any {
 	sd, ok := m["stringData"].(map[string]any)
 	if !ok {
 		return m
@@ -96,12 +103,12 @@ func secretStringDataToData(m map[string]any) map[string]any {
 	return out
 }
 
-// restrict keeps the parts of want that survive a round trip through a Go
+// Restrict keeps the parts of want that survive a round trip through a Go
 // type (rt is that round trip), with rt's normalised values. Fields the type
 // does not know, or omits because they are empty, are left out, so they
 // neither count as drift nor cause re-applies; their changes are still
 // caught by the digest.
-func restrict(want, rt any) any {
+func Restrict(want, rt any) any {
 	switch w := want.(type) {
 	case map[string]any:
 		r, ok := rt.(map[string]any)
@@ -111,7 +118,7 @@ func restrict(want, rt any) any {
 		out := make(map[string]any, len(w))
 		for k, v := range w {
 			if rv, ok := r[k]; ok {
-				out[k] = restrict(v, rv)
+				out[k] = Restrict(v, rv)
 			}
 		}
 		return out
@@ -122,7 +129,7 @@ func restrict(want, rt any) any {
 		}
 		out := make([]any, len(w))
 		for i := range w {
-			out[i] = restrict(w[i], r[i])
+			out[i] = Restrict(w[i], r[i])
 		}
 		return out
 	default:
@@ -130,12 +137,12 @@ func restrict(want, rt any) any {
 	}
 }
 
-// subset reports whether every field of want is present in have with the
+// Subset reports whether every field of want is present in have with the
 // same value. Maps are compared key by key; lists of the same length index
 // by index; a longer live list must hold want's items in order (other field
 // managers may add items to associative lists). Empty maps, empty lists and
 // nulls in want match absent fields.
-func subset(want, have any) bool {
+func Subset(want, have any) bool {
 	switch w := want.(type) {
 	case nil:
 		return have == nil
@@ -152,7 +159,7 @@ func subset(want, have any) bool {
 				}
 				return false
 			}
-			if !subset(wv, hv) {
+			if !Subset(wv, hv) {
 				return false
 			}
 		}
@@ -164,7 +171,7 @@ func subset(want, have any) bool {
 		}
 		if len(h) == len(w) {
 			for i := range w {
-				if !subset(w[i], h[i]) {
+				if !Subset(w[i], h[i]) {
 					return false
 				}
 			}
@@ -172,7 +179,7 @@ func subset(want, have any) bool {
 		}
 		i := 0
 		for j := 0; i < len(w) && j < len(h); j++ {
-			if subset(w[i], h[j]) {
+			if Subset(w[i], h[j]) {
 				i++
 			}
 		}
@@ -233,17 +240,17 @@ func toFloat(v any) (float64, bool) {
 	return 0, false
 }
 
-func isSecret(gvk schema.GroupVersionKind) bool { return gvk.Group == "" && gvk.Kind == "Secret" }
+func IsSecret(gvk schema.GroupVersionKind) bool { return gvk.Group == "" && gvk.Kind == "Secret" }
 
-// hasData reports whether a live Secret came with its data.
-func hasData(m map[string]any) bool {
+// HasData reports whether a live Secret came with its data.
+func HasData(m map[string]any) bool {
 	_, data := m["data"]
 	_, stringData := m["stringData"]
 	return data || stringData
 }
 
-// withoutData is a copy of a Secret without its data fields.
-func withoutData(m map[string]any) map[string]any {
+// WithoutData is a copy of a Secret without its data fields.
+func WithoutData(m map[string]any) map[string]any {
 	out := make(map[string]any, len(m))
 	for k, v := range m {
 		if k != "data" && k != "stringData" {
@@ -251,39 +258,4 @@ func withoutData(m map[string]any) map[string]any {
 		}
 	}
 	return out
-}
-
-// holds reports whether the live object m (see toMap) has every field of
-// want, a desired object of kind gvk. Most objects match as they are; only
-// when they do not is want normalised like the live object and compared
-// again.
-func (d *Direct) holds(gvk schema.GroupVersionKind, want, m map[string]any) bool {
-	return subset(want, m) || subset(d.comparable(gvk, want), m)
-}
-
-// comparable returns a desired object m of kind gvk in the form the live
-// object is compared with: Secret stringData folded into data and, for
-// kinds of the scheme, only the fields the Go type holds.
-func (d *Direct) comparable(gvk schema.GroupVersionKind, m map[string]any) map[string]any {
-	if isSecret(gvk) {
-		m = secretStringDataToData(m)
-	}
-	if !d.scheme.Recognizes(gvk) {
-		return m
-	}
-	typed, err := d.scheme.New(gvk)
-	if err != nil {
-		return m
-	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, typed); err != nil {
-		return m
-	}
-	rt, err := runtime.DefaultUnstructuredConverter.ToUnstructured(typed)
-	if err != nil {
-		return m
-	}
-	if r, ok := restrict(m, rt).(map[string]any); ok {
-		return r
-	}
-	return m
 }
