@@ -14,6 +14,7 @@
 package resources
 
 import (
+	"cmp"
 	"errors"
 	"math"
 	"math/bits"
@@ -129,17 +130,9 @@ func (s *Sum) Sub(n int64) {
 	s.hi -= borrow
 }
 
-// Plus returns the total with the amounts of o added.
-func (s Sum) Plus(o Sum) Sum {
-	var carry uint64
-	s.lo, carry = bits.Add64(s.lo, o.lo, 0)
-	s.hi += o.hi + carry
-	return s
-}
-
 // Minus returns the total less o, or zero when o is more.
 func (s Sum) Minus(o Sum) Sum {
-	if s.Compare(o) <= 0 {
+	if s.compare(o) <= 0 {
 		return Sum{}
 	}
 	var borrow uint64
@@ -166,22 +159,10 @@ func (s Sum) Exceeds(limit int64) bool {
 	return s.Saturated() || limit < 0 || s.lo > uint64(limit)
 }
 
-// Compare returns -1, 0 or 1 as the total is below, at or above another.
-func (s Sum) Compare(o Sum) int {
-	switch {
-	case s.hi != o.hi:
-		return cmp(s.hi, o.hi)
-	default:
-		return cmp(s.lo, o.lo)
+// compare returns -1, 0 or 1 as the total is below, at or above another.
+func (s Sum) compare(o Sum) int {
+	if c := cmp.Compare(s.hi, o.hi); c != 0 {
+		return c
 	}
-}
-
-func cmp(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(s.lo, o.lo)
 }

@@ -93,18 +93,6 @@ func (u Unit) Times(q resource.Quantity, replicas int64) (*resource.Quantity, er
 	return u.Quantity(total, q.Format), nil
 }
 
-// SumOf totals quantities in the unit. A quantity that is negative or
-// beyond int64 counts as math.MaxInt64 (see Sum); nil counts as nothing.
-func (u Unit) SumOf(qs ...*resource.Quantity) Sum {
-	var s Sum
-	for _, q := range qs {
-		if q != nil {
-			s.Add(u.SatCeil(*q))
-		}
-	}
-	return s
-}
-
 // SatCeil is Ceil where an error counts as the most an amount can be:
 // math.MaxInt64 for a quantity that is negative or beyond int64.
 func (u Unit) SatCeil(q resource.Quantity) int64 {
