@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
 func TestDemandNeverWrapsOrGoesNegative(t *testing.T) {
@@ -57,6 +59,18 @@ func TestAdmissionsPastTheLimitsAreBounded(t *testing.T) {
 		g.Expect(time.Since(start)).To(BeNumerically("<", time.Second))
 		g.Expect(len(d.Reserved)).To(BeNumerically("<=", 1000))
 	}
+}
+
+// A record's placement is read up to its replicas, never past the bound.
+func TestRecordedPlacementIsBounded(t *testing.T) {
+	g := NewWithT(t)
+	a := &workspacesv1.WorkspaceAdmission{GPUsPerReplica: 1, Replicas: 3,
+		Placement: []workspacesv1.GPUPlacement{{Node: "n1", Replicas: math.MaxInt32}, {Node: "n2", Replicas: 2}}}
+	g.Expect(Recorded(a).Placement).To(Equal([]Slot{{Node: "n1", GPUs: 1}, {Node: "n1", GPUs: 1}, {Node: "n1", GPUs: 1}}))
+	a.Replicas = math.MaxInt32
+	g.Expect(Recorded(a).Placement).To(HaveLen(1000))
+	a.Replicas, a.Placement = 4, []workspacesv1.GPUPlacement{{Node: "n1", Replicas: -5}, {Node: "n2", Replicas: 2}}
+	g.Expect(Recorded(a).Placement).To(Equal([]Slot{{Node: "n2", GPUs: 1}, {Node: "n2", GPUs: 1}}))
 }
 
 // A node or pod quantity of a tenant's choosing is counted, never added as
