@@ -26,6 +26,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Policy orders the workspaces that wait for GPUs on a cluster.
@@ -100,8 +102,9 @@ type Request struct {
 	Replicas int32
 }
 
-// Demand is the number of GPUs of all replicas.
-func (r Request) Demand() int64 { return r.PerReplica * int64(max(r.Replicas, 0)) }
+// Demand is the number of GPUs of all replicas: never negative, and
+// math.MaxInt64 when the product would be more (resources.GPUDemand).
+func (r Request) Demand() int64 { return resources.GPUDemand(r.PerReplica, int64(r.Replicas)) }
 
 // Slot reserves the GPUs of one replica on a node.
 type Slot struct {
@@ -178,6 +181,10 @@ const (
 	NoOffering Reason = "NoOffering"
 	// ReplicaTooLarge: every matching node has fewer GPUs than one replica takes (Fail).
 	ReplicaTooLarge Reason = "ReplicaTooLarge"
+	// OverLimits: more replicas, or more GPUs per replica, than
+	// resources.Default accepts (Fail). The API refuses such a request;
+	// the gate refuses it again rather than loop over its replicas.
+	OverLimits Reason = "OverLimits"
 	// NotRequested: the workspace has no pending request and no admission.
 	NotRequested Reason = "NotRequested"
 )

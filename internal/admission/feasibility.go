@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Totals are amounts of a cluster's resources.
@@ -47,15 +48,18 @@ func Feasible(nodes []corev1.Node, pods []corev1.Pod, demand Totals, replicas in
 	for _, r := range []struct {
 		want, have *resource.Quantity
 		miss       *resource.Quantity
+		unit       resources.Unit
 	}{
-		{&f.Demanded.CPU, &f.Available.CPU, &missing.CPU},
-		{&f.Demanded.Memory, &f.Available.Memory, &missing.Memory},
-		{&f.Demanded.Storage, &f.Available.Storage, &missing.Storage},
+		{&f.Demanded.CPU, &f.Available.CPU, &missing.CPU, resources.Milli},
+		{&f.Demanded.Memory, &f.Available.Memory, &missing.Memory, resources.Whole},
+		{&f.Demanded.Storage, &f.Available.Storage, &missing.Storage, resources.Whole},
 	} {
-		if r.want.Cmp(*r.have) > 0 {
-			d := r.want.DeepCopy()
-			d.Sub(*r.have)
-			*r.miss, short = d, true
+		// Counted, not compared as quantities: Quantity.Cmp builds 10^n
+		// for an exponent n a tenant chose. A demand past int64 counts as
+		// math.MaxInt64, what is free as it is (freeTotals).
+		want, have := r.unit.SatCeil(*r.want), r.unit.SatCeil(*r.have)
+		if want > have {
+			*r.miss, short = *r.unit.Quantity(want-have, r.want.Format), true
 		}
 	}
 	fragmented := false
@@ -63,7 +67,7 @@ func Feasible(nodes []corev1.Node, pods []corev1.Pod, demand Totals, replicas in
 		f.Available.GPUs = gpus.Free
 		if !gpus.Room {
 			short = true
-			missing.GPUs = max(demand.GPUs-gpus.Free, 0)
+			missing.GPUs = max(resources.SatSub(demand.GPUs, gpus.Free), 0)
 			fragmented = missing.GPUs == 0
 		}
 	}
@@ -97,9 +101,21 @@ func Feasible(nodes []corev1.Node, pods []corev1.Pod, demand Totals, replicas in
 }
 
 // freeTotals sums CPU, memory and ephemeral storage over the schedulable
-// nodes, minus what the bound, not terminated pods on them request.
+// nodes, minus what the bound, not terminated pods on them request. The
+// sums are counted in milli-cores and bytes, never as quantities: a node's
+// allocatable that does not count (negative, beyond int64) counts as none,
+// and such a pod request as math.MaxInt64, so free is never over-counted.
 func freeTotals(nodes []corev1.Node, pods []corev1.Pod) Totals {
-	var t Totals
+	kinds := []struct {
+		name        corev1.ResourceName
+		unit        resources.Unit
+		alloc, used resources.Sum
+		format      resource.Format // of the first node's quantity
+	}{
+		{name: corev1.ResourceCPU, unit: resources.Milli},
+		{name: corev1.ResourceMemory, unit: resources.Whole},
+		{name: corev1.ResourceEphemeralStorage, unit: resources.Whole},
+	}
 	schedulable := map[string]bool{}
 	for i := range nodes {
 		n := &nodes[i]
@@ -107,34 +123,39 @@ func freeTotals(nodes []corev1.Node, pods []corev1.Pod) Totals {
 			continue
 		}
 		schedulable[n.Name] = true
-		t.CPU.Add(n.Status.Allocatable[corev1.ResourceCPU])
-		t.Memory.Add(n.Status.Allocatable[corev1.ResourceMemory])
-		t.Storage.Add(n.Status.Allocatable[corev1.ResourceEphemeralStorage])
+		for k := range kinds {
+			q, ok := n.Status.Allocatable[kinds[k].name]
+			if !ok {
+				continue
+			}
+			if c, err := kinds[k].unit.Ceil(q); err == nil {
+				kinds[k].alloc.Add(c)
+			}
+			if kinds[k].format == "" && !q.IsZero() {
+				kinds[k].format = q.Format // shown as the nodes show it
+			}
+		}
 	}
 	for i := range pods {
 		p := &pods[i]
 		if !schedulable[p.Spec.NodeName] || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		t.CPU.Sub(podQuantity(p, corev1.ResourceCPU))
-		t.Memory.Sub(podQuantity(p, corev1.ResourceMemory))
-		t.Storage.Sub(podQuantity(p, corev1.ResourceEphemeralStorage))
-	}
-	for _, q := range []*resource.Quantity{&t.CPU, &t.Memory, &t.Storage} {
-		if q.Sign() < 0 {
-			*q = resource.Quantity{}
+		for k := range kinds {
+			for _, c := range p.Spec.Containers {
+				if r, ok := c.Resources.Requests[kinds[k].name]; ok {
+					kinds[k].used.Add(kinds[k].unit.SatCeil(r))
+				}
+			}
 		}
+	}
+	var t Totals
+	for k, q := range []*resource.Quantity{&t.CPU, &t.Memory, &t.Storage} {
+		free := kinds[k].alloc.Minus(kinds[k].used)
+		if kinds[k].format == "" {
+			kinds[k].format = resource.DecimalSI
+		}
+		*q = *kinds[k].unit.Quantity(free.Int64(), kinds[k].format)
 	}
 	return t
-}
-
-// podQuantity is what a pod requests of a resource: its containers' requests.
-func podQuantity(p *corev1.Pod, name corev1.ResourceName) resource.Quantity {
-	var q resource.Quantity
-	for i := range p.Spec.Containers {
-		if r, ok := p.Spec.Containers[i].Resources.Requests[name]; ok {
-			q.Add(r)
-		}
-	}
-	return q
 }

@@ -2,6 +2,8 @@ package admission
 
 import (
 	"sort"
+
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // planner holds the free GPUs of each node while the queue is planned.
@@ -49,7 +51,7 @@ func newPlanner(s Snapshot) *planner {
 			continue // its node is gone
 		}
 		for r, v := range pod.GPUs {
-			f[r] -= max(v, 0)
+			f[r] = resources.SatSub(f[r], max(v, 0))
 		}
 		if pod.Workspace != "" {
 			p.pods[pod.Workspace] = append(p.pods[pod.Workspace], pod)
@@ -113,11 +115,14 @@ func (p *planner) firstFit(sel map[string]string, resource string, gpus int64, a
 // workspace accounts for yet. A pod accounts for one slot when it takes at
 // least a replica's GPUs of the admitted resource: a pod on a slot's own node
 // first, then a pod the scheduler bound elsewhere. Slots missing from the
-// placement (fewer than replicas) are returned without a node.
+// placement (fewer than replicas) are returned without a node. Replicas
+// count up to resources.DefaultLimits.Replicas, which the API refuses to exceed:
+// a record past it would otherwise size this loop.
 func (p *planner) residual(key string, a *Admission, resource string) []Slot {
 	per := a.Request.PerReplica
-	slots := make([]Slot, 0, a.Request.Replicas)
-	for i := 0; i < int(a.Request.Replicas); i++ {
+	replicas := min(max(int(a.Request.Replicas), 0), int(resources.DefaultLimits.Replicas))
+	slots := make([]Slot, 0, replicas)
+	for i := range replicas {
 		if i < len(a.Placement) {
 			slots = append(slots, Slot{Node: a.Placement[i].Node, GPUs: per})
 		} else {
@@ -173,7 +178,7 @@ func (p *planner) reserveAdmitted(out map[string]Decision) {
 			if n == nil {
 				continue
 			}
-			p.free[n.Name][resource] -= s.GPUs
+			p.free[n.Name][resource] = resources.SatSub(p.free[n.Name][resource], s.GPUs)
 			placed = append(placed, Slot{Node: n.Name, GPUs: s.GPUs})
 		}
 		p.reserved[w.Key] = placed
@@ -214,6 +219,9 @@ func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Dec
 	if req.Demand() <= 0 {
 		return Decision{Outcome: Admit, Reason: Fits, Room: true}
 	}
+	if req.Replicas > resources.DefaultLimits.Replicas || req.PerReplica > int64(resources.DefaultLimits.GPUsPerReplica) {
+		return Decision{Outcome: Fail, Reason: OverLimits, Resource: req.Resource}
+	}
 	resource, vendor, ok := p.resolve(req)
 	if !ok {
 		return Decision{Outcome: Fail, Reason: NoOffering, Resource: resource}
@@ -225,7 +233,7 @@ func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Dec
 		}
 	}
 	held := p.held(w, resource)
-	avail := func(node string) int64 { return p.free[node][resource] + held[node] }
+	avail := func(node string) int64 { return resources.SatAdd(p.free[node][resource], held[node]) }
 	d := p.describe(req, resource, vendor, avail)
 	if len(eligible) == 0 {
 		d.Outcome, d.Reason = Fail, ReplicaTooLarge
@@ -271,11 +279,11 @@ func (p *planner) held(w *Workspace, resource string) map[string]int64 {
 	held := map[string]int64{}
 	if w.Admitted != nil && p.sameResource(w.Admitted.Request, resource) {
 		for _, s := range p.reserved[w.Key] {
-			held[s.Node] += s.GPUs
+			held[s.Node] = resources.SatAdd(held[s.Node], max(s.GPUs, 0))
 		}
 	}
 	for _, pod := range p.pods[w.Key] {
-		held[pod.Node] += max(pod.GPUs[resource], 0)
+		held[pod.Node] = resources.SatAdd(held[pod.Node], max(pod.GPUs[resource], 0))
 	}
 	return held
 }
@@ -292,11 +300,11 @@ func (p *planner) place(req Request, resource string, avail func(string) int64) 
 	taken := map[string]int64{}
 	var out []Slot
 	for range req.Replicas {
-		n := p.firstFit(req.Selector, resource, req.PerReplica, func(node string) int64 { return avail(node) - taken[node] })
+		n := p.firstFit(req.Selector, resource, req.PerReplica, func(node string) int64 { return resources.SatSub(avail(node), taken[node]) })
 		if n == nil {
 			return nil
 		}
-		taken[n.Name] += req.PerReplica
+		taken[n.Name] = resources.SatAdd(taken[n.Name], req.PerReplica)
 		out = append(out, Slot{Node: n.Name, GPUs: req.PerReplica})
 	}
 	return out
@@ -307,10 +315,10 @@ func (p *planner) place(req Request, resource string, avail func(string) int64) 
 func (p *planner) take(placement []Slot, resource string, held map[string]int64) {
 	use := map[string]int64{}
 	for _, s := range placement {
-		use[s.Node] += s.GPUs
+		use[s.Node] = resources.SatAdd(use[s.Node], s.GPUs)
 	}
 	for node, u := range use {
-		p.free[node][resource] -= max(u-held[node], 0)
+		p.free[node][resource] = resources.SatSub(p.free[node][resource], max(resources.SatSub(u, held[node]), 0))
 	}
 }
 
@@ -323,13 +331,13 @@ func (p *planner) describe(req Request, resource, vendor string, avail func(stri
 			continue
 		}
 		d.Matching++
-		d.Total += allocatable(n, resource)
+		d.Total = resources.SatAdd(d.Total, allocatable(n, resource))
 		d.LargestNode = max(d.LargestNode, allocatable(n, resource))
 		if avail == nil || allocatable(n, resource) < req.PerReplica {
 			continue
 		}
 		f := max(avail(n.Name), 0)
-		d.Free += f
+		d.Free = resources.SatAdd(d.Free, f)
 		d.Largest = max(d.Largest, f)
 	}
 	return d

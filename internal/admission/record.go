@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // What a workspace's admission record (status.admission) says of its GPUs,
@@ -78,15 +79,18 @@ func sameQuantity(a, b *resource.Quantity) bool {
 	return a.Cmp(*b) == 0
 }
 
-// Recorded is the GPU request of an admission record.
+// Recorded is the GPU request of an admission record. Its placement holds
+// a slot for each of the first replicas, at most resources.DefaultLimits
+// .Replicas (the API's bound): a record past it would otherwise size it.
 func Recorded(a *workspacesv1.WorkspaceAdmission) *Admission {
 	if a == nil || a.GPUsPerReplica <= 0 || a.Replicas <= 0 {
 		return nil
 	}
 	out := &Admission{Request: Request{Selector: a.Selector, Resource: a.ResourceName,
 		PerReplica: a.GPUsPerReplica, Replicas: a.Replicas}}
+	slots := min(int(a.Replicas), int(resources.DefaultLimits.Replicas))
 	for _, p := range a.Placement {
-		for range p.Replicas {
+		for range min(max(int(p.Replicas), 0), slots-len(out.Placement)) {
 			out.Placement = append(out.Placement, Slot{Node: p.Node, GPUs: a.GPUsPerReplica})
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Extended resources of whole GPUs.
@@ -117,13 +119,18 @@ func Schedulable(n *corev1.Node) bool {
 	return true
 }
 
-// allocatable returns the node's allocatable amount of a resource, 0 when absent.
+// allocatable returns the node's allocatable amount of a resource, rounded
+// down: 0 when absent, negative or beyond int64, never more than it is.
 func allocatable(n *corev1.Node, resource string) int64 {
 	q, ok := n.Status.Allocatable[corev1.ResourceName(resource)]
 	if !ok {
 		return 0
 	}
-	return q.Value()
+	v, err := resources.Whole.Floor(q)
+	if err != nil {
+		return 0
+	}
+	return v
 }
 
 // vendorOf returns the node's vendor for a resource: the VendorLabel value

@@ -1,26 +1,31 @@
 package gpu
 
 import (
+	"errors"
 	"math"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // PodRequest is what a pod takes of a resource as the scheduler counts it:
 // its containers' requests summed (with restartable init containers, the
 // sidecars), or its largest other init container when that is more. A
 // container that sets no request is counted at its limit, which is what
-// Kubernetes defaults the request of an extended resource to.
+// Kubernetes defaults the request of an extended resource to. A pod of a
+// child cluster may ask for absurd amounts: the sum saturates at the
+// largest int64, since taking more than it asks is safe where less is not.
 func PodRequest(p *corev1.Pod, resource corev1.ResourceName) int64 {
 	var sum, initMax int64
 	for i := range p.Spec.Containers {
-		sum = addSaturating(sum, containerRequest(&p.Spec.Containers[i].Resources, resource))
+		sum = resources.SatAdd(sum, containerRequest(&p.Spec.Containers[i].Resources, resource))
 	}
 	for i := range p.Spec.InitContainers {
 		c := &p.Spec.InitContainers[i]
 		r := containerRequest(&c.Resources, resource)
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum = addSaturating(sum, r)
+			sum = resources.SatAdd(sum, r)
 		} else {
 			initMax = max(initMax, r)
 		}
@@ -28,22 +33,21 @@ func PodRequest(p *corev1.Pod, resource corev1.ResourceName) int64 {
 	return max(sum, initMax)
 }
 
+// containerRequest is a container's request of a resource (its limit when
+// it sets none), rounded up; math.MaxInt64 when beyond int64, never less.
 func containerRequest(res *corev1.ResourceRequirements, resource corev1.ResourceName) int64 {
-	if q, ok := res.Requests[resource]; ok {
-		return max(q.Value(), 0)
+	q, ok := res.Requests[resource]
+	if !ok {
+		if q, ok = res.Limits[resource]; !ok {
+			return 0
+		}
 	}
-	if q, ok := res.Limits[resource]; ok {
-		return max(q.Value(), 0)
-	}
-	return 0
-}
-
-// addSaturating adds two non-negative counts, stopping at the largest
-// int64: a pod of a child cluster may ask for absurd amounts, and taking
-// more than it asks is safe where taking less is not.
-func addSaturating(a, b int64) int64 {
-	if a > math.MaxInt64-b {
+	n, err := resources.Whole.Ceil(q)
+	switch {
+	case errors.Is(err, resources.ErrNegative):
+		return 0 // the API server refuses it
+	case err != nil:
 		return math.MaxInt64
 	}
-	return a + b
+	return n
 }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // gateFree holds, per cluster and GPU resource, the free GPUs the GPU gate
@@ -30,7 +31,7 @@ func ObserveGate(cluster types.NamespacedName, snap admission.Snapshot, plan map
 		if used[node] == nil {
 			used[node] = map[string]int64{}
 		}
-		used[node][resource] += n
+		used[node][resource] = resources.SatAdd(used[node][resource], n)
 	}
 	for _, p := range snap.Pods {
 		for r, n := range p.GPUs {
@@ -64,7 +65,7 @@ func ObserveGate(cluster types.NamespacedName, snap admission.Snapshot, plan map
 				free[g.Resource] = 0 // the resource is offered: export it, if only as 0
 			}
 			if n.Schedulable {
-				free[g.Resource] += max(0, g.Allocatable-used[n.Name][g.Resource])
+				free[g.Resource] = resources.SatAdd(free[g.Resource], max(0, resources.SatSub(g.Allocatable, used[n.Name][g.Resource])))
 			}
 		}
 	}

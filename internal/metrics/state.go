@@ -14,6 +14,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
@@ -135,7 +136,7 @@ func (c *stateCollector) collectColonies(ctx context.Context, r client.Reader, g
 		for cd, inv := range col.Status.GPUInventory {
 			cluster := types.NamespacedName{Namespace: col.Namespace, Name: cd}.String()
 			for _, o := range inv.Offerings {
-				capacity[[2]string{cluster, o.ResourceName}] += o.Total
+				capacity[[2]string{cluster, o.ResourceName}] = resources.SatAdd(capacity[[2]string{cluster, o.ResourceName}], max(o.Total, 0))
 			}
 		}
 	}
@@ -171,8 +172,11 @@ func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader,
 			waiting[status.WaitingReason(w)]++
 		}
 		targeted[clusterOf(w)] = true
-		if a := w.Status.Admission; a != nil && a.GPUsPerReplica > 0 {
-			admitted[[2]string{a.Cluster, a.ResourceName}] += a.GPUsPerReplica * int64(a.Replicas)
+		if a := w.Status.Admission; a != nil && a.GPUsPerReplica != 0 {
+			// As its quotas count it: a record past counting counts as math.MaxInt64.
+			c, _ := resources.AdmissionCharge(a)
+			k := [2]string{a.Cluster, a.ResourceName}
+			admitted[k] = resources.SatAdd(admitted[k], c.GPUs)
 		}
 	}
 	for p, n := range phases {

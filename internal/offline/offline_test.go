@@ -132,6 +132,14 @@ spec:
   workspaceClassRef: jupyter-notebook-0-3-0
   clusterDeploymentRef: {}
 `)
+	write(t, dir, "hostile.yaml", `apiVersion: workspaces.exalsius.ai/v1
+kind: WorkspaceDeployment
+metadata: {name: hostile}
+spec:
+  workspaceClassRef: jupyter-notebook-0-3-0
+  clusterDeploymentRef: {name: c}
+  resources: {replicas: 3, perReplica: {cpu: "4000000000000000", memory: 4Pi}}
+`)
 	write(t, dir, "broken.yaml", "apiVersion: v1\nkind: ConfigMap\n---\nmetadata:\n  name: [unclosed\n")
 	write(t, dir, "unknown.yaml", "apiVersion: infra.exalsius.ai/v1\nkind: Colony\nmetadata: {name: c}\nspec: {colonyClusterz: []}\n")
 
@@ -142,6 +150,7 @@ spec:
 	}{
 		{"class absent", "orphan.yaml", []string{"orphan.yaml: WorkspaceDeployment/orphan: spec.workspaceClassRef:", `"no-such-class"`}},
 		{"cluster ref missing", "noclusterref.yaml", []string{"noclusterref.yaml: WorkspaceDeployment/nocd: spec.clusterDeploymentRef.name: is required"}},
+		{"resources past the limits", "hostile.yaml", []string{"hostile.yaml: WorkspaceDeployment/hostile: spec.resources: perReplica.cpu 4P is out of bounds: it must be 0 to 4096; perReplica.memory 4Pi"}},
 		{"broken YAML", "broken.yaml", []string{"broken.yaml:5: document 2"}},
 		{"unknown field", "unknown.yaml", []string{"unknown.yaml:1: document 1: Colony:", "colonyClusterz"}},
 	}

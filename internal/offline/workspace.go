@@ -9,6 +9,7 @@ import (
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
@@ -56,6 +57,11 @@ func (r *renderer) resolve(d input[*workspacesv1.WorkspaceDeployment]) (*workspa
 			errs = append(errs, w.bad(fmt.Sprintf("spec.valuesFrom[%d].name", i), "is required"))
 		}
 	}
+	if res := obj.Spec.Resources; res != nil {
+		if err := resources.Check(*res); err != nil {
+			errs = append(errs, w.bad("spec.resources", strings.ReplaceAll(err.Error(), "\n", "; ")))
+		}
+	}
 	if obj.Spec.WorkspaceClassRef == "" {
 		errs = append(errs, w.bad("spec.workspaceClassRef", "is required"))
 		return nil, errors.Join(errs...)
@@ -70,6 +76,9 @@ func (r *renderer) resolve(d input[*workspacesv1.WorkspaceDeployment]) (*workspa
 	// As the class controller's validate, without the ServiceTemplate checks.
 	if class.obj.Spec.ServiceTemplate.Name == "" {
 		errs = append(errs, w.badClass("spec.serviceTemplate.name", "is required"))
+	}
+	if err := resources.Check(class.obj.Spec.DefaultResources); err != nil {
+		errs = append(errs, w.badClass("spec.defaultResources", strings.ReplaceAll(err.Error(), "\n", "; ")))
 	}
 	if err := values.ValidateInjection(class.obj.Spec.ResourceInjection); err != nil {
 		errs = append(errs, w.badClass("spec.resourceInjection", err.Error()))

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Excess is one limit a charge does not fit.
@@ -98,16 +99,17 @@ func growth(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []limitGr
 	return newTally(q).growth(c)
 }
 
-// tally is a quota's usage as charges are put in, without rereading the ledger.
+// tally is a quota's usage as charges are put in, without rereading the
+// ledger. Its totals are exact, so taking a charge out never under-counts.
 type tally struct {
 	hard    quotav1alpha1.QuotaLimits
-	used    quotav1alpha1.QuotaUsage
+	used    totals
 	charges map[types.UID]quotav1alpha1.QuotaCharge
 	labels  []string // of the GPU limits
 }
 
 func newTally(q *quotav1alpha1.TenantQuota) *tally {
-	t := &tally{hard: q.Spec.Hard, used: Usage(q.Spec.Hard, q.Status.Charges),
+	t := &tally{hard: q.Spec.Hard, used: totalsOf(q.Spec.Hard, q.Status.Charges),
 		charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(q.Status.Charges))}
 	for _, c := range q.Status.Charges {
 		t.charges[c.UID] = c
@@ -118,76 +120,60 @@ func newTally(q *quotav1alpha1.TenantQuota) *tally {
 	return t
 }
 
-// of is the usage of one charge, or of none.
-func (t *tally) of(c *quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaUsage {
-	if c == nil {
-		return Usage(t.hard, nil)
-	}
-	return Usage(t.hard, []quotav1alpha1.QuotaCharge{*c})
-}
-
 // put puts a workspace's charge in, in place of its earlier one.
 func (t *tally) put(c quotav1alpha1.QuotaCharge) {
 	if old, ok := t.charges[c.UID]; ok {
-		addUsage(&t.used, t.of(&old), -1)
+		t.used.put(amountsOf(t.hard, &old), -1)
 	}
-	addUsage(&t.used, t.of(&c), 1)
+	t.used.put(amountsOf(t.hard, &c), 1)
 	t.charges[c.UID] = c
 }
 
-// addUsage adds (sign 1) or subtracts (sign -1) a usage of the same limits.
-func addUsage(dst *quotav1alpha1.QuotaUsage, u quotav1alpha1.QuotaUsage, sign int64) {
-	dst.Workspaces += sign * u.Workspaces
-	for i := range dst.GPUs {
-		dst.GPUs[i].Count += sign * u.GPUs[i].Count
-	}
-	for _, q := range []struct{ dst, u *resource.Quantity }{{dst.CPU, u.CPU}, {dst.Memory, u.Memory}} {
-		switch {
-		case q.dst == nil || q.u == nil:
-		case sign > 0:
-			q.dst.Add(*q.u)
-		default:
-			q.dst.Sub(*q.u)
-		}
-	}
-}
-
 // growth lists the limits a charge asks more of than the workspace's
-// charge in the tally, and whether each then ends above hard.
+// charge in the tally, and whether each then ends above hard. A total
+// that saturates ends above every limit.
 func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 	hard := t.hard
-	var before quotav1alpha1.QuotaUsage
-	used := *t.used.DeepCopy()
+	used := t.used.clone()
 	old, had := t.charges[c.UID]
+	before := amountsOf(hard, nil)
 	if had {
-		before = t.of(&old)
-		addUsage(&used, before, -1)
-	} else {
-		before = t.of(nil)
+		before = amountsOf(hard, &old)
+		used.put(before, -1)
 	}
-	mine := t.of(&c)
+	mine := amountsOf(hard, &c)
 	var out []limitGrowth
 	if hard.Workspaces != nil && !had {
-		out = append(out, limitGrowth{Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.Workspaces),
-			Hard: fmt.Sprint(*hard.Workspaces)}, used.Workspaces+1 > *hard.Workspaces})
+		out = append(out, limitGrowth{Excess{Limit: "workspaces", Requested: "1", Used: fmt.Sprint(used.workspaces),
+			Hard: fmt.Sprint(*hard.Workspaces)}, used.workspaces+1 > *hard.Workspaces})
 	}
 	for i, l := range hard.GPUs {
-		if req := mine.GPUs[i].Count; req > before.GPUs[i].Count {
+		if req := mine.gpus[i]; req > before.gpus[i] {
+			total := used.gpus[i]
+			total.Add(req)
 			out = append(out, limitGrowth{Excess{Limit: t.labels[i], Requested: fmt.Sprint(req),
-				Used: fmt.Sprint(used.GPUs[i].Count), Hard: fmt.Sprint(l.Count)}, used.GPUs[i].Count+req > l.Count})
+				Used: fmt.Sprint(used.gpus[i].Int64()), Hard: fmt.Sprint(l.Count)}, total.Exceeds(l.Count)})
 		}
 	}
 	for _, r := range []struct {
-		name                     string
-		hard, used, mine, before *resource.Quantity
-	}{{"cpu", hard.CPU, used.CPU, mine.CPU, before.CPU}, {"memory", hard.Memory, used.Memory, mine.Memory, before.Memory}} {
-		if r.hard == nil || r.mine.Cmp(*r.before) <= 0 {
+		name         string
+		hard         *resource.Quantity
+		unit         resources.Unit
+		used         resources.Sum
+		mine, before int64
+		format       resource.Format
+		charged      *resource.Quantity
+	}{
+		{"cpu", hard.CPU, resources.Milli, used.cpu, mine.cpu, before.cpu, used.cpuFormat, c.CPU},
+		{"memory", hard.Memory, resources.Whole, used.memory, mine.memory, before.memory, used.memoryFormat, c.Memory},
+	} {
+		if r.hard == nil || r.mine <= r.before {
 			continue
 		}
-		total := r.used.DeepCopy()
-		total.Add(*r.mine)
-		out = append(out, limitGrowth{Excess{Limit: r.name, Requested: r.mine.String(), Used: r.used.String(), Hard: r.hard.String()},
-			total.Cmp(*r.hard) > 0})
+		total := r.used
+		total.Add(r.mine)
+		out = append(out, limitGrowth{Excess{Limit: r.name, Requested: r.unit.Quantity(r.mine, r.charged.Format).String(),
+			Used: r.unit.Quantity(r.used.Int64(), r.format).String(), Hard: r.hard.String()}, r.unit.Exceeds(total, *r.hard)})
 	}
 	return out
 }

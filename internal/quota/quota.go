@@ -12,6 +12,7 @@ package quota
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 
@@ -20,10 +21,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/utils/ptr"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Request is what one workspace asks of its tenant's quotas.
@@ -39,11 +40,13 @@ type Request struct {
 	CPU, Memory *resource.Quantity
 }
 
-// Charge is the ledger entry of a request, charged at a time.
+// Charge is the ledger entry of a request, charged at a time. An amount
+// that is negative or beyond int64 is entered as the most it could be
+// (see resources.Unit.Counted), never dropped.
 func (r Request) Charge(at metav1.Time) quotav1alpha1.QuotaCharge {
 	c := quotav1alpha1.QuotaCharge{Namespace: r.Namespace, Name: r.Name, UID: r.UID, ChargedAt: at}
-	if r.GPUs > 0 {
-		c.GPUs, c.ResourceName = r.GPUs, r.ResourceName
+	if r.GPUs != 0 {
+		c.GPUs, c.ResourceName = counted(r.GPUs), r.ResourceName
 		if len(r.Selector) > 0 {
 			c.Selector = make(map[string]string, len(r.Selector))
 			for k, v := range r.Selector {
@@ -52,10 +55,10 @@ func (r Request) Charge(at metav1.Time) quotav1alpha1.QuotaCharge {
 		}
 	}
 	if r.CPU != nil && !r.CPU.IsZero() {
-		c.CPU = ptr.To(r.CPU.DeepCopy())
+		c.CPU, _ = resources.Milli.Counted(*r.CPU)
 	}
 	if r.Memory != nil && !r.Memory.IsZero() {
-		c.Memory = ptr.To(r.Memory.DeepCopy())
+		c.Memory, _ = resources.Whole.Counted(*r.Memory)
 	}
 	return c
 }
@@ -76,54 +79,6 @@ func limitResource(l quotav1alpha1.GPULimit) string {
 		return gpu.ResourceNVIDIA
 	}
 	return l.ResourceName
-}
-
-// GPUsCounted is what a GPU limit counts of a charge: its GPUs when they are
-// of the limit's resource and its selector pins the limit's model and node
-// labels, else nothing.
-func GPUsCounted(l quotav1alpha1.GPULimit, c quotav1alpha1.QuotaCharge) int64 {
-	if c.GPUs <= 0 || c.ResourceName != limitResource(l) {
-		return 0
-	}
-	if l.GPUModel != "" && c.Selector[gpu.ModelLabel] != l.GPUModel {
-		return 0
-	}
-	for k, v := range l.NodeSelector {
-		if got, ok := c.Selector[k]; !ok || got != v {
-			return 0
-		}
-	}
-	return c.GPUs
-}
-
-// Usage sums charges against limits: the workspace count always, each GPU
-// limit (0 when nothing counts), CPU and memory when limited.
-func Usage(hard quotav1alpha1.QuotaLimits, charges []quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaUsage {
-	u := quotav1alpha1.QuotaUsage{Workspaces: int64(len(charges))}
-	for _, l := range hard.GPUs {
-		gu := quotav1alpha1.GPUUsage{Name: l.Name}
-		for _, c := range charges {
-			gu.Count += GPUsCounted(l, c)
-		}
-		u.GPUs = append(u.GPUs, gu)
-	}
-	if hard.CPU != nil {
-		u.CPU = sum(charges, func(c quotav1alpha1.QuotaCharge) *resource.Quantity { return c.CPU })
-	}
-	if hard.Memory != nil {
-		u.Memory = sum(charges, func(c quotav1alpha1.QuotaCharge) *resource.Quantity { return c.Memory })
-	}
-	return u
-}
-
-func sum(charges []quotav1alpha1.QuotaCharge, of func(quotav1alpha1.QuotaCharge) *resource.Quantity) *resource.Quantity {
-	total := resource.NewQuantity(0, resource.DecimalSI)
-	for _, c := range charges {
-		if q := of(c); q != nil {
-			total.Add(*q)
-		}
-	}
-	return total
 }
 
 // Find returns the charge of a workspace, or nil.
@@ -198,7 +153,8 @@ func Refresh(q *quotav1alpha1.TenantQuota) {
 	hard := q.Spec.Hard
 	st := &q.Status
 	st.Hard = *hard.DeepCopy()
-	st.Used = Usage(hard, st.Charges)
+	all := totalsOf(hard, st.Charges)
+	st.Used = all.usage(hard)
 	byNS := map[string][]quotav1alpha1.QuotaCharge{}
 	for _, c := range st.Charges {
 		byNS[c.Namespace] = append(byNS[c.Namespace], c)
@@ -208,7 +164,7 @@ func Refresh(q *quotav1alpha1.TenantQuota) {
 		st.Namespaces = append(st.Namespaces, quotav1alpha1.NamespaceUsage{Namespace: ns, Used: Usage(hard, cs)})
 	}
 	sort.Slice(st.Namespaces, func(i, j int) bool { return st.Namespaces[i].Namespace < st.Namespaces[j].Namespace })
-	over := overLimits(hard, st.Used)
+	over := all.over(hard)
 	st.Summary = summary(hard, st.Used)
 	if len(over) > 0 {
 		conditions.MarkFalse(q, quotav1alpha1.WithinLimitsCondition, quotav1alpha1.OverLimitReason,
@@ -216,26 +172,6 @@ func Refresh(q *quotav1alpha1.TenantQuota) {
 	} else {
 		conditions.MarkTrue(q, quotav1alpha1.WithinLimitsCondition, quotav1alpha1.EnforcedReason, "Used is within every limit")
 	}
-}
-
-// overLimits names the limits that usage exceeds.
-func overLimits(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) []string {
-	var out []string
-	if hard.Workspaces != nil && u.Workspaces > *hard.Workspaces {
-		out = append(out, "workspaces")
-	}
-	for i, l := range hard.GPUs {
-		if u.GPUs[i].Count > l.Count {
-			out = append(out, fmt.Sprintf("gpus %q", l.Name))
-		}
-	}
-	if hard.CPU != nil && u.CPU.Cmp(*hard.CPU) > 0 {
-		out = append(out, "cpu")
-	}
-	if hard.Memory != nil && u.Memory.Cmp(*hard.Memory) > 0 {
-		out = append(out, "memory")
-	}
-	return out
 }
 
 // summary is used against hard for every limit set, e.g.
@@ -270,19 +206,29 @@ func RoomGrew(old, cur *quotav1alpha1.TenantQuota) bool {
 		if n == nil {
 			return true
 		}
-		if n.GPUs < c.GPUs || lessQuantity(n.CPU, c.CPU) || lessQuantity(n.Memory, c.Memory) {
+		if counted(n.GPUs) < counted(c.GPUs) || less(resources.Milli, n.CPU, c.CPU) || less(resources.Whole, n.Memory, c.Memory) {
 			return true
 		}
 	}
 	return false
 }
 
-func lessQuantity(a, b *resource.Quantity) bool {
-	switch {
-	case b == nil:
-		return false
-	case a == nil:
-		return !b.IsZero()
+// counted is a charge's GPU count as Usage counts it: a negative one as
+// math.MaxInt64.
+func counted(gpus int64) int64 {
+	if gpus < 0 {
+		return math.MaxInt64
 	}
-	return a.Cmp(*b) < 0
+	return gpus
+}
+
+// less reports whether quantity a counts less than b, as Usage counts them.
+func less(u resources.Unit, a, b *resource.Quantity) bool {
+	count := func(q *resource.Quantity) int64 {
+		if q == nil {
+			return 0
+		}
+		return u.SatCeil(*q)
+	}
+	return count(a) < count(b)
 }

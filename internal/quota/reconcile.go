@@ -8,13 +8,17 @@ import (
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
-// AdmissionRequest is what a workspace's admission charges its quotas.
+// AdmissionRequest is what a workspace's admission charges its quotas, as
+// resources.AdmissionCharge counts it. A record that does not describe a
+// charge is charged as the most it could hold, which blocks its tenant
+// rather than under-count it; resources.AdmissionCharge names the field.
 func AdmissionRequest(ws metav1.Object, a *workspacesv1.WorkspaceAdmission) Request {
+	c, _ := resources.AdmissionCharge(a)
 	return Request{Namespace: ws.GetNamespace(), Name: ws.GetName(), UID: ws.GetUID(),
-		GPUs: a.GPUsPerReplica * int64(max(a.Replicas, 0)), ResourceName: a.ResourceName, Selector: a.Selector,
-		CPU: a.CPU, Memory: a.Memory}
+		GPUs: c.GPUs, ResourceName: a.ResourceName, Selector: a.Selector, CPU: c.CPU, Memory: c.Memory}
 }
 
 // Member is a workspace of a namespace a quota selects, as the quota's

@@ -31,6 +31,10 @@ type TenantQuotaSpec struct {
 }
 
 // QuotaLimits are the limits of a TenantQuota; an unset limit is unlimited.
+// CPU and memory limits are not negative, and are written in at most 64
+// characters with an exponent of at most two digits (see PerReplicaResources).
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || (size(string(self.cpu)) <= 64 && !string(self.cpu).matches('[eE][-+]?[0-9]{3}') && !string(self.cpu).startsWith('-'))",message="cpu must not be negative, and is written in at most 64 characters with an exponent of at most two digits"
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || (size(string(self.memory)) <= 64 && !string(self.memory).matches('[eE][-+]?[0-9]{3}') && !string(self.memory).startsWith('-'))",message="memory must not be negative, and is written in at most 64 characters with an exponent of at most two digits"
 type QuotaLimits struct {
 	// Workspaces caps the number of admitted WorkspaceDeployments.
 	// +kubebuilder:validation:Minimum=0
@@ -138,6 +142,7 @@ type QuotaCharge struct {
 	// UID of the workspace.
 	UID types.UID `json:"uid"`
 	// GPUs is the workspace's GPU demand, replicas × perReplica.gpuCount.
+	// +kubebuilder:validation:Minimum=0
 	// +optional
 	GPUs int64 `json:"gpus,omitempty"`
 	// ResourceName is the extended resource of the GPUs.

@@ -20,6 +20,7 @@ const (
 type WorkspaceResourceSpec struct {
 	// Replicas is the number of pod-shaped instances; 1 when unset.
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`
 
@@ -28,10 +29,18 @@ type WorkspaceResourceSpec struct {
 	PerReplica *PerReplicaResources `json:"perReplica,omitempty"`
 }
 
-// PerReplicaResources is what one replica of a workspace needs.
+// PerReplicaResources is what one replica of a workspace needs. The bounds
+// are internal/resources.DefaultLimits: they refuse only what no workspace
+// asks for, so that no product or sum of them overflows. Each bound first
+// checks the quantity's shape (at most 64 characters, an exponent of at
+// most two digits): the CEL quantity library, like Apiary's own decoding,
+// would otherwise build 10^n for an exponent n of the tenant's choosing.
 // +kubebuilder:validation:XValidation:rule="!has(self.cpu) || !string(self.cpu).startsWith('-')",message="cpu must not be negative"
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || !string(self.memory).startsWith('-')",message="memory must not be negative"
 // +kubebuilder:validation:XValidation:rule="!has(self.storage) || !string(self.storage).startsWith('-')",message="storage must not be negative"
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || (size(string(self.cpu)) <= 64 && !string(self.cpu).matches('[eE][-+]?[0-9]{3}') && quantity(string(self.cpu)).compareTo(quantity('4096')) <= 0)",message="cpu must be at most 4096 per replica, written in at most 64 characters with an exponent of at most two digits"
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || (size(string(self.memory)) <= 64 && !string(self.memory).matches('[eE][-+]?[0-9]{3}') && quantity(string(self.memory)).compareTo(quantity('64Ti')) <= 0)",message="memory must be at most 64Ti per replica, written in at most 64 characters with an exponent of at most two digits"
+// +kubebuilder:validation:XValidation:rule="!has(self.storage) || (size(string(self.storage)) <= 64 && !string(self.storage).matches('[eE][-+]?[0-9]{3}') && quantity(string(self.storage)).compareTo(quantity('1Pi')) <= 0)",message="storage must be at most 1Pi per replica, written in at most 64 characters with an exponent of at most two digits"
 type PerReplicaResources struct {
 	// CPU per replica.
 	// +optional
@@ -45,9 +54,9 @@ type PerReplicaResources struct {
 	// +optional
 	Storage *resource.Quantity `json:"storage,omitempty"`
 
-	// GPUCount is the number of GPUs per replica.
+	// GPUCount is the number of GPUs per replica: one pod, on one node.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=1024
+	// +kubebuilder:validation:Maximum=64
 	// +optional
 	GPUCount *int32 `json:"gpuCount,omitempty"`
 

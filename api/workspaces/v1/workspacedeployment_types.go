@@ -226,10 +226,14 @@ type WorkspaceAdmission struct {
 	ResourceName string `json:"resourceName,omitempty"`
 
 	// GPUsPerReplica is the number of GPUs each replica takes.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=64
 	// +optional
 	GPUsPerReplica int64 `json:"gpusPerReplica,omitempty"`
 
 	// Replicas is the number of replicas admitted.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=1000
 	// +optional
 	Replicas int32 `json:"replicas,omitempty"`
 
@@ -266,6 +270,7 @@ type GPUPlacement struct {
 	// Replicas is the number of replicas placed on it.
 	// +required
 	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
 	Replicas int32 `json:"replicas"`
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/render"
+	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -313,16 +314,13 @@ func GPUSelector(res workspacesv1.WorkspaceResourceSpec) map[string]string {
 }
 
 // Demand is the number of GPUs resources ask for in all: replicas (1 when
-// unset) times gpuCount.
+// unset) times gpuCount, never negative, and math.MaxInt64 when the product
+// would be more (resources.GPUDemand). resources.Check refuses both.
 func Demand(res workspacesv1.WorkspaceResourceSpec) int64 {
 	if res.PerReplica == nil || res.PerReplica.GPUCount == nil {
 		return 0
 	}
-	replicas := int64(1)
-	if res.Replicas != nil {
-		replicas = int64(*res.Replicas)
-	}
-	return replicas * int64(*res.PerReplica.GPUCount)
+	return resources.GPUDemand(int64(*res.PerReplica.GPUCount), resources.Replicas(res))
 }
 
 // BundleNamespace is where a WorkspaceClass's bundle ConfigMap is looked up:

@@ -1,0 +1,151 @@
+package quota
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/resources"
+)
+
+// amounts is what one charge counts against each limit of a quota: GPUs
+// per GPU limit, CPU in milli-units and memory in bytes, each rounded up.
+// An amount that is negative or beyond int64 (a corrupt record) counts as
+// math.MaxInt64, the most it could be: over-counting refuses a workspace
+// that might fit, under-counting would admit one that does not.
+type amounts struct {
+	gpus        []int64
+	cpu, memory int64
+}
+
+func amountsOf(hard quotav1alpha1.QuotaLimits, c *quotav1alpha1.QuotaCharge) amounts {
+	a := amounts{gpus: make([]int64, len(hard.GPUs))}
+	if c == nil {
+		return a
+	}
+	for i, l := range hard.GPUs {
+		a.gpus[i] = GPUsCounted(l, *c)
+	}
+	if c.CPU != nil {
+		a.cpu = resources.Milli.SatCeil(*c.CPU)
+	}
+	if c.Memory != nil {
+		a.memory = resources.Whole.SatCeil(*c.Memory)
+	}
+	return a
+}
+
+// totals are the exact sums of charges against a quota's limits, read
+// back saturated (see resources.Sum), with the formats to show them in.
+type totals struct {
+	workspaces              int64
+	gpus                    []resources.Sum
+	cpu, memory             resources.Sum
+	cpuFormat, memoryFormat resource.Format
+}
+
+func totalsOf(hard quotav1alpha1.QuotaLimits, charges []quotav1alpha1.QuotaCharge) totals {
+	t := totals{gpus: make([]resources.Sum, len(hard.GPUs)), cpuFormat: resource.DecimalSI, memoryFormat: resource.DecimalSI}
+	cpuSet, memorySet := false, false
+	for i := range charges {
+		c := &charges[i]
+		t.put(amountsOf(hard, c), 1)
+		if !cpuSet && c.CPU != nil && !c.CPU.IsZero() {
+			t.cpuFormat, cpuSet = c.CPU.Format, true
+		}
+		if !memorySet && c.Memory != nil && !c.Memory.IsZero() {
+			t.memoryFormat, memorySet = c.Memory.Format, true
+		}
+	}
+	return t
+}
+
+// clone is a copy that shares nothing with t.
+func (t totals) clone() totals {
+	t.gpus = append([]resources.Sum(nil), t.gpus...)
+	return t
+}
+
+// put adds (sign 1) or removes (sign -1) the amounts of one charge.
+func (t *totals) put(a amounts, sign int) {
+	add := func(s *resources.Sum, n int64) {
+		if sign > 0 {
+			s.Add(n)
+		} else {
+			s.Sub(n)
+		}
+	}
+	t.workspaces += int64(sign)
+	for i := range t.gpus {
+		add(&t.gpus[i], a.gpus[i])
+	}
+	add(&t.cpu, a.cpu)
+	add(&t.memory, a.memory)
+}
+
+// usage is the totals as a quota's status shows them. CPU and memory are
+// set only when limited.
+func (t totals) usage(hard quotav1alpha1.QuotaLimits) quotav1alpha1.QuotaUsage {
+	u := quotav1alpha1.QuotaUsage{Workspaces: t.workspaces}
+	for i, l := range hard.GPUs {
+		u.GPUs = append(u.GPUs, quotav1alpha1.GPUUsage{Name: l.Name, Count: t.gpus[i].Int64()})
+	}
+	if hard.CPU != nil {
+		u.CPU = resources.Milli.Quantity(t.cpu.Int64(), t.cpuFormat)
+	}
+	if hard.Memory != nil {
+		u.Memory = resources.Whole.Quantity(t.memory.Int64(), t.memoryFormat)
+	}
+	return u
+}
+
+// over names the limits the totals exceed. A total that saturated exceeds
+// every limit.
+func (t totals) over(hard quotav1alpha1.QuotaLimits) []string {
+	var out []string
+	if hard.Workspaces != nil && t.workspaces > *hard.Workspaces {
+		out = append(out, "workspaces")
+	}
+	for i, l := range hard.GPUs {
+		if t.gpus[i].Exceeds(l.Count) {
+			out = append(out, fmt.Sprintf("gpus %q", l.Name))
+		}
+	}
+	if hard.CPU != nil && resources.Milli.Exceeds(t.cpu, *hard.CPU) {
+		out = append(out, "cpu")
+	}
+	if hard.Memory != nil && resources.Whole.Exceeds(t.memory, *hard.Memory) {
+		out = append(out, "memory")
+	}
+	return out
+}
+
+// Usage sums charges against limits: the workspace count always, each GPU
+// limit (0 when nothing counts), CPU and memory when limited. No sum
+// overflows or goes negative: one that would pass math.MaxInt64 (GPUs,
+// milli-cores, bytes) shows math.MaxInt64, and a quota holding it is over
+// every limit it has on that resource.
+func Usage(hard quotav1alpha1.QuotaLimits, charges []quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaUsage {
+	return totalsOf(hard, charges).usage(hard)
+}
+
+// GPUsCounted is what a GPU limit counts of a charge: its GPUs when they are
+// of the limit's resource and its selector pins the limit's model and node
+// labels, else nothing. A negative count, which no admission writes, counts
+// as math.MaxInt64.
+func GPUsCounted(l quotav1alpha1.GPULimit, c quotav1alpha1.QuotaCharge) int64 {
+	if c.GPUs == 0 || c.ResourceName != limitResource(l) {
+		return 0
+	}
+	if l.GPUModel != "" && c.Selector[gpu.ModelLabel] != l.GPUModel {
+		return 0
+	}
+	for k, v := range l.NodeSelector {
+		if got, ok := c.Selector[k]; !ok || got != v {
+			return 0
+		}
+	}
+	return counted(c.GPUs)
+}
