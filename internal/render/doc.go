@@ -26,7 +26,11 @@
 // Each rendered document must be a Kubernetes object with apiVersion, kind
 // and metadata.name (labels and annotations strings); empty documents are
 // dropped, NOTES.txt and files whose name starts with "_" are not rendered,
-// and an object rendered twice is an error. Output sorts the objects and
+// and an object rendered twice is an error. A render is confined by its
+// Request's Purpose and Namespace (ConfinementOf): an object of another kind,
+// in another namespace, or cluster-scoped fails the render, whichever bundle
+// rendered it, so no object outside the confinement leaves the package.
+// Output sorts the objects and
 // prints them as stable YAML, so Git commits of the output never churn.
 // Every failure is an *Error naming the bundle, the file and the line.
 package render

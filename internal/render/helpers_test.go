@@ -30,6 +30,13 @@ func loadTestErr(files map[string]string) (*Bundle, error) {
 	return LoadFiles("test", data)
 }
 
+// renderAny renders b without confining its output, for tests of the
+// rendering itself.
+func renderAny(b *Bundle, req Request) (*Output, error) {
+	out, _, err := b.renderObjects(req)
+	return out, err
+}
+
 // renderErr expects an *Error and returns it.
 func asRenderError(g Gomega, err error) *Error {
 	var rerr *Error

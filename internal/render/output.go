@@ -125,14 +125,23 @@ func (d document) firstContentLine() int {
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): `)
 
-// parseOutput turns Helm's rendered files into an Output.
-func parseOutput(bundle, chartName string, rendered map[string]string) (*Output, error) {
+// origin is where an object was rendered: its file and the first line of
+// its document in the rendered output.
+type origin struct {
+	file string
+	line int
+}
+
+// parseOutput turns the rendered files into an Output, and says where each
+// object comes from.
+func parseOutput(bundle, chartName string, rendered map[string]string) (*Output, map[*unstructured.Unstructured]origin, error) {
 	files := make([]string, 0, len(rendered))
 	for f := range rendered {
 		files = append(files, f)
 	}
 	sort.Strings(files)
 	out := &Output{}
+	origins := map[*unstructured.Unstructured]origin{}
 	seen := map[objectKey]string{}
 	for _, f := range files {
 		if path.Base(f) == "NOTES.txt" {
@@ -147,7 +156,7 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 				if errors.As(err, &le) {
 					line = le.line
 				}
-				return nil, newError(bundle, ReasonOutput, file, line, err)
+				return nil, nil, newError(bundle, ReasonOutput, file, line, err)
 			}
 			if obj == nil {
 				continue
@@ -156,15 +165,16 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 			k := keyOf(u)
 			k.version = ""
 			if prev, dup := seen[k]; dup {
-				return nil, newError(bundle, ReasonOutput, file, doc.firstContentLine(),
+				return nil, nil, newError(bundle, ReasonOutput, file, doc.firstContentLine(),
 					fmt.Errorf("%s %s is rendered twice (also by %s)", u.GetKind(), objectName(u), prev))
 			}
 			seen[k] = file
 			out.Objects = append(out.Objects, u)
+			origins[u] = origin{file: file, line: doc.firstContentLine()}
 		}
 	}
 	sortObjects(out.Objects)
-	return out, nil
+	return out, origins, nil
 }
 
 type lineError struct {

@@ -9,15 +9,22 @@ import (
 
 	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/engine"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 )
 
 // Request is what a bundle renders.
 type Request struct {
+	// Purpose is what the caller renders the bundle for; with Namespace it
+	// fixes what the render may produce (ConfinementOf). Required: a
+	// request without a known Purpose renders nothing.
+	Purpose Purpose
 	// ReleaseName is .Release.Name; empty means the chart's name.
 	ReleaseName string
-	// Namespace is .Release.Namespace. Objects are not changed: a template
-	// that wants a namespace writes it.
+	// Namespace is .Release.Namespace, and the only namespace the rendered
+	// objects may be in: the owner's (the Colony's, or the
+	// ClusterDeployment's for a workspace's ServiceSet; see Purpose).
+	// Objects are not changed: a template that wants a namespace writes it.
 	Namespace string
 	// Values are merged over the bundle's values.yaml (see MergeValues) and
 	// checked against its values.schema.json; templates see them as .Values.
@@ -53,21 +60,48 @@ func (noClusterAccess) GetClientFor(string, string) (dynamic.NamespaceableResour
 // Render renders the bundle. Templates see .Values, .Input, .Release (Name,
 // Namespace, IsInstall=true, IsUpgrade=false, Revision=1, Service=Apiary),
 // .Chart, .Capabilities (fixed, no cluster) and .Files (the bundle's own
-// files). The same request always gives the same Output. Every failure is an
-// *Error.
+// files). The same request always gives the same Output. Every object of the
+// Output is one the request's Purpose allows in its Namespace; any other
+// fails the whole render. Every failure is an *Error.
 func (b *Bundle) Render(req Request) (*Output, error) {
+	conf, err := ConfinementOf(req.Purpose, req.Namespace)
+	if err != nil {
+		return nil, newError(b.Name, ReasonInput, "", 0, err)
+	}
+	out, origins, err := b.renderObjects(req)
+	if err != nil {
+		return nil, err
+	}
+	// Report the first refused object in the order of the files.
+	var refused *Error
+	for _, o := range out.Objects {
+		if err := conf.Check(o); err != nil {
+			at := origins[o]
+			if refused == nil || at.file < refused.File || (at.file == refused.File && at.line < refused.Line) {
+				refused = outputError(b.Name, ReasonNotAllowed, at.file, at.line, err)
+			}
+		}
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return out, nil
+}
+
+// renderObjects renders the bundle's objects, whatever they are.
+func (b *Bundle) renderObjects(req Request) (*Output, map[*unstructured.Unstructured]origin, error) {
 	values, err := normalize(req.Values)
 	if err != nil {
-		return nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("values: %w", err))
+		return nil, nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("values: %w", err))
 	}
 	input, err := normalize(req.Input)
 	if err != nil {
-		return nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("input: %w", err))
+		return nil, nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("input: %w", err))
 	}
 	merged := MergeValues(b.defaults, values)
 	if b.schema != nil {
 		if err := validateValues(b.schema, merged); err != nil {
-			return nil, newError(b.Name, ReasonSchema, "values.schema.json", 0, err)
+			return nil, nil, newError(b.Name, ReasonSchema, "values.schema.json", 0, err)
 		}
 	}
 	chartName := b.chart.Name()
@@ -91,7 +125,7 @@ func (b *Bundle) Render(req Request) (*Output, error) {
 	}
 	rendered, err := engine.RenderWithClientProvider(b.chart, top, noClusterAccess{})
 	if err != nil {
-		return nil, templateError(b.Name, chartName, err)
+		return nil, nil, templateError(b.Name, chartName, err)
 	}
 	return parseOutput(b.Name, chartName, rendered)
 }
