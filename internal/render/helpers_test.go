@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -33,7 +34,7 @@ func loadTestErr(files map[string]string) (*Bundle, error) {
 // renderAny renders b without confining its output, for tests of the
 // rendering itself.
 func renderAny(b *Bundle, req Request) (*Output, error) {
-	out, _, err := b.renderObjects(req)
+	out, _, err := b.renderObjects(context.Background(), req)
 	return out, err
 }
 

@@ -133,8 +133,9 @@ type origin struct {
 }
 
 // parseOutput turns the rendered files into an Output, and says where each
-// object comes from.
-func parseOutput(bundle, chartName string, rendered map[string]string) (*Output, map[*unstructured.Unstructured]origin, error) {
+// object comes from. A document larger than lim.MaxObjectBytes is refused
+// before it is decoded, and so are objects past lim.MaxObjects.
+func parseOutput(bundle, chartName string, rendered map[string]string, lim Limits) (*Output, map[*unstructured.Unstructured]origin, error) {
 	files := make([]string, 0, len(rendered))
 	for f := range rendered {
 		files = append(files, f)
@@ -149,6 +150,10 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 		}
 		file := trimChart(chartName, f)
 		for _, doc := range splitDocuments(rendered[f]) {
+			if len(doc.text) > lim.MaxObjectBytes {
+				return nil, nil, outputError(bundle, ReasonLimit, file, doc.firstContentLine(), &detailError{sentinel: ErrObjectTooLarge,
+					msg: fmt.Sprintf("a document of %d bytes, more than %d", len(doc.text), lim.MaxObjectBytes)})
+			}
 			obj, err := decodeDocument(doc)
 			if err != nil {
 				var le *lineError
@@ -169,6 +174,10 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 					fmt.Errorf("%s %s is rendered twice (also by %s)", u.GetKind(), objectName(u), prev))
 			}
 			seen[k] = file
+			if len(out.Objects) == lim.MaxObjects {
+				return nil, nil, outputError(bundle, ReasonLimit, file, doc.firstContentLine(), &detailError{sentinel: ErrTooManyObjects,
+					msg: fmt.Sprintf("more than %d objects", lim.MaxObjects)})
+			}
 			out.Objects = append(out.Objects, u)
 			origins[u] = origin{file: file, line: doc.firstContentLine()}
 		}
