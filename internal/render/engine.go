@@ -277,7 +277,7 @@ func (e *execution) print(v any) (any, error) {
 	case nil, string, bool, int, int64, float64:
 		return v, nil
 	}
-	if _, err := e.g.measure("printing a value", e.g.remaining(), reflect.Value{}, reflect.ValueOf(v)); err != nil {
+	if _, err := e.g.measure("printing a value", e.g.remaining(), reflect.ValueOf(v)); err != nil {
 		return nil, err
 	}
 	return v, nil

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"text/template"
 
@@ -20,13 +21,13 @@ const (
 	// size must fit in the work left, and the result is charged. Any
 	// function not classified otherwise expands.
 	expands funcClass = iota
-	// reads: the function returns its arguments, parts of them, or fresh
-	// lists and maps of references to them: fresh lists and maps are
-	// charged by their length.
+	// reads: the function returns its arguments, parts of them, or scalars.
 	reads
-	// stores: the function puts its arguments into a map or list, which
-	// keeps them: their expanded size is charged, and none may contain the
-	// map they go into.
+	// copies: the function returns a fresh list or map of references to
+	// its arguments' elements, charged by its length.
+	copies
+	// stores: the function puts references into a map or list (see
+	// before): each entry is charged, and no map may end up inside itself.
 	stores
 )
 
@@ -35,8 +36,6 @@ type funcSpec struct {
 	fn    reflect.Value
 	typ   reflect.Type // the wrapper's type: fn's arguments, then (result, error)
 	class funcClass
-	// into is, for stores, the argument that receives the others, or -1.
-	into int
 	// extra estimates the bytes a call allocates beyond the expanded size
 	// of its arguments (pre), for functions that multiply their input.
 	extra func(args []reflect.Value, pre int64) int64
@@ -44,22 +43,23 @@ type funcSpec struct {
 	steps func(args []reflect.Value) int64
 }
 
-var readFuncs = []string{
-	"get", "hasKey", "dig", "pluck", "keys", "values", "pick", "omit",
-	"first", "mustFirst", "last", "mustLast", "rest", "mustRest", "initial", "mustInitial",
-	"reverse", "mustReverse", "compact", "mustCompact", "without", "mustWithout", "has", "mustHas",
-	"slice", "mustSlice", "concat", "chunk", "mustChunk", "uniq", "mustUniq",
-	"default", "empty", "coalesce", "ternary", "all", "any",
-	"kindIs", "kindOf", "typeIs", "typeIsLike", "typeOf", "deepEqual", "required", "fail", "lookup",
-}
-
-// storeFuncs maps each function that keeps its arguments to the argument
-// that receives them (-1: a fresh map or list).
-var storeFuncs = map[string]int{
-	"set": 0, "unset": 0, "dict": -1, "list": -1, "tuple": -1,
-	"append": 0, "push": 0, "mustAppend": 0, "mustPush": 0, "prepend": 0, "mustPrepend": 0,
-	"merge": 0, "mergeOverwrite": 0, "mustMerge": 0, "mustMergeOverwrite": 0,
-}
+var (
+	readFuncs = []string{
+		"get", "hasKey", "dig", "first", "mustFirst", "last", "mustLast", "slice", "mustSlice",
+		"has", "mustHas", "default", "empty", "coalesce", "ternary", "all", "any",
+		"kindIs", "kindOf", "typeIs", "typeIsLike", "typeOf", "deepEqual", "required", "fail", "lookup",
+	}
+	copyFuncs = []string{
+		"pluck", "keys", "values", "pick", "omit", "rest", "mustRest", "initial", "mustInitial",
+		"reverse", "mustReverse", "compact", "mustCompact", "without", "mustWithout",
+		"concat", "chunk", "mustChunk", "uniq", "mustUniq",
+	}
+	storeFuncs = []string{
+		"set", "unset", "dict", "list", "tuple",
+		"append", "push", "mustAppend", "mustPush", "prepend", "mustPrepend",
+		"merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite",
+	}
+)
 
 var (
 	specsOnce sync.Once
@@ -101,15 +101,14 @@ func funcSpecs() map[string]*funcSpec {
 			for i := range ins {
 				ins[i] = t.In(i)
 			}
-			spec := &funcSpec{fn: v, typ: reflect.FuncOf(ins, outs, t.IsVariadic()), class: expands, into: -1,
+			spec := &funcSpec{fn: v, typ: reflect.FuncOf(ins, outs, t.IsVariadic()), class: expands,
 				extra: extraBytes[name], steps: extraSteps[name]}
 			specs[name] = spec
 		}
-		for _, name := range readFuncs {
-			specs[name].class = reads
-		}
-		for name, into := range storeFuncs {
-			specs[name].class, specs[name].into = stores, into
+		for class, names := range map[funcClass][]string{reads: readFuncs, copies: copyFuncs, stores: storeFuncs} {
+			for _, name := range names {
+				specs[name].class = class
+			}
 		}
 	})
 	return specs
@@ -167,41 +166,56 @@ func before(g *guard, name string, spec *funcSpec, args []reflect.Value) error {
 	var pre int64
 	switch spec.class {
 	case reads:
+	case copies:
 		for _, a := range args {
 			pre += 16 * int64(shallowLen(a))
 		}
-		if err := g.tooLarge(name, pre); err != nil {
-			return err
-		}
 	case stores:
-		var into reflect.Value
-		stored := args
-		if spec.into >= 0 {
-			into = indirect(args[spec.into])
-			stored = append(append([]reflect.Value(nil), args[:spec.into]...), args[spec.into+1:]...)
-			if into.Kind() == reflect.Slice {
-				pre += 16 * int64(into.Len()+1)
-			}
-		}
-		size, err := g.measure(name, g.remaining(), into, stored...)
-		if err != nil {
-			return err
-		}
-		if err := g.charge(pre + size); err != nil {
-			return err
-		}
-		pre = 0
+		return store(g, name, args)
 	default:
-		size, err := g.measure(name, g.remaining(), reflect.Value{}, args...)
+		size, err := g.measure(name, g.remaining(), args...)
 		if err != nil {
 			return err
 		}
 		pre = size
 	}
 	if spec.extra != nil {
-		return g.tooLarge(name, pre+spec.extra(args, pre))
+		pre += spec.extra(args, pre)
 	}
-	return nil
+	return g.tooLarge(name, pre)
+}
+
+// store charges the entries a store function adds, 16 bytes each: what
+// they refer to was charged when it was made. Printing or encoding a map
+// measures what it refers to, however often. set cannot put a map into
+// itself, and merge walks its destination as deep as the sources go.
+func store(g *guard, name string, args []reflect.Value) error {
+	last := args[len(args)-1]
+	switch name {
+	case "set":
+		if err := g.walkOnce(name, args[2], indirect(args[0])); err != nil {
+			return err
+		}
+		return g.charge(16 + int64(len(strArg(args, 1))))
+	case "unset":
+		return nil
+	case "dict", "list", "tuple":
+		return g.charge(16 * int64(last.Len()+1))
+	case "merge", "mergeOverwrite", "mustMerge", "mustMergeOverwrite":
+		if _, err := g.measure(name, g.remaining(), args[0]); err != nil {
+			return err
+		}
+		var n int64
+		for i := 0; i < last.Len(); i++ {
+			n += int64(shallowLen(last.Index(i)))
+		}
+		return g.charge(16 * n)
+	default: // append, push, prepend and their must forms copy the list
+		if err := g.step(int64(shallowLen(args[0])) / 16); err != nil {
+			return err
+		}
+		return g.charge(16)
+	}
 }
 
 // after charges what the call returned, and checks that a merge made no
@@ -209,14 +223,16 @@ func before(g *guard, name string, spec *funcSpec, args []reflect.Value) error {
 func after(g *guard, name string, spec *funcSpec, args []reflect.Value, res reflect.Value) error {
 	switch spec.class {
 	case reads:
+		return nil
+	case copies:
 		return g.charge(16 * int64(shallowLen(res)))
 	case stores:
-		if spec.into >= 0 && indirect(args[spec.into]).Kind() == reflect.Map {
-			return g.acyclic(name, args[spec.into])
+		if strings.HasPrefix(name, "merge") || strings.HasPrefix(name, "mustMerge") {
+			return g.walkOnce(name, args[0], reflect.Value{})
 		}
 		return nil
 	default:
-		size, err := g.measure(name, g.remaining(), reflect.Value{}, res)
+		size, err := g.measure(name, g.remaining(), res)
 		if err != nil {
 			return err
 		}
@@ -241,9 +257,14 @@ func shallowLen(v reflect.Value) int {
 	return 0
 }
 
-// acyclic fails when v reaches itself. It walks each map and list once,
-// so its work is bounded by what the templates allocated.
-func (g *guard) acyclic(what string, v reflect.Value) error {
+// walkOnce fails when v reaches itself, or reaches target when target is a
+// map: putting v into target would make it contain itself. It walks each
+// map and list once, so its work is bounded by what exists, however shared.
+func (g *guard) walkOnce(what string, v reflect.Value, target reflect.Value) error {
+	var targetID identity
+	if target.IsValid() && target.Kind() == reflect.Map && !target.IsNil() {
+		targetID = identity{p: target.UnsafePointer()}
+	}
 	done := map[identity]bool{}
 	onPath := map[identity]bool{}
 	var visited int64
@@ -258,6 +279,9 @@ func (g *guard) acyclic(what string, v reflect.Value) error {
 				return true
 			}
 			id = identity{p: v.UnsafePointer()}
+			if id == targetID {
+				return false
+			}
 		case reflect.Slice:
 			if v.IsNil() || flat(v.Type().Elem()) {
 				return true

@@ -53,10 +53,16 @@ func TestRenderStopsRunawayTemplates(t *testing.T) {
 		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "bytes",
 	}, {
 		name: "a map that doubles by reference", tpl: `{{ $m := dict }}{{ range $i := 64 }}{{ $m = dict "a" $m "b" $m }}{{ end }}{{ $m }}`,
-		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "dict would produce",
+		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "printing a value would produce",
 	}, {
 		name: "a map nested 20,000 deep, printed", tpl: `{{ $root := dict }}{{ $cur := $root }}{{ range $i := 20000 }}{{ $n := dict }}{{ $_ := set $cur "a" $n }}{{ $cur = $n }}{{ end }}{{ $root }}`,
 		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "printing a value would produce",
+	}, {
+		name: "a map doubled by reference, merged", tpl: `{{ $m := dict }}{{ range $i := 64 }}{{ $m = dict "a" $m "b" $m }}{{ end }}{{ $_ := merge $m $m }}`,
+		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "merge would produce",
+	}, {
+		name: "a list appended to in a long loop", tpl: `{{ $l := list }}{{ range $i := 100000 }}{{ $l = append $l $i }}{{ end }}`,
+		reason: ReasonLimit, want: ErrBudgetExceeded, detail: "steps",
 	}, {
 		name: "output that floods", tpl: `{{ range $i := 10000000 }}xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx{{ end }}`,
 		reason: ReasonLimit, want: ErrOutputTooLarge, detail: "rendered files larger than 8388608 bytes",
@@ -170,11 +176,11 @@ func TestRenderStopsWhenTheContextEnds(t *testing.T) {
 }
 
 // The limits leave room for what real bundles do: 1,000 objects, helpers
-// called for each, values copied and printed.
+// called for each with the whole context, values copied and printed.
 func TestRenderLimitsAllowLargeRealisticBundles(t *testing.T) {
 	g := NewWithT(t)
 	b := loadTest(t, map[string]string{
-		"templates/_h.tpl": `{{ define "labels" }}{{ toYaml (dict "app" .name "index" (toString .i)) }}{{ end }}`,
+		"templates/_h.tpl": `{{ define "labels" }}{{ toYaml (dict "app" .name "index" (toString .i) "release" .root.Release.Name) }}{{ end }}`,
 		"templates/x.yaml": `{{ range $i := until 1000 }}
 ---
 apiVersion: v1
@@ -183,7 +189,7 @@ metadata:
   name: {{ printf "c-%04d" $i }}
   namespace: {{ $.Release.Namespace }}
   labels:
-    {{- include "labels" (dict "name" "x" "i" $i) | nindent 4 }}
+    {{- include "labels" (dict "root" $ "name" "x" "i" $i) | nindent 4 }}
 data:
   values: {{ toJson $.Values | quote }}
 {{- end }}`,

@@ -25,7 +25,6 @@ type identity struct {
 // work is bounded by limit whatever the value.
 type sizer struct {
 	limit   int64
-	target  unsafe.Pointer // a map whose presence is a cycle, or nil
 	onPath  map[identity]bool
 	visited int64
 	err     error // errCycle when a cycle is found
@@ -57,10 +56,6 @@ func (s *sizer) size(v reflect.Value, depth int64) int64 {
 	case reflect.Map:
 		if v.IsNil() {
 			return own
-		}
-		if s.target != nil && v.UnsafePointer() == s.target {
-			s.err = errCycle
-			return s.limit + 1
 		}
 		return s.enter(identity{p: v.UnsafePointer()}, own, func(total int64) int64 {
 			for it := v.MapRange(); it.Next() && total <= s.limit; {
@@ -128,14 +123,9 @@ func flat(t reflect.Type) bool {
 
 // measure returns the expanded size of values, charging the walk to the
 // guard's steps (one step per 64 nodes). It fails when the size is over
-// limit, when a value contains itself, or, when into is a map, when a value
-// contains into: putting it there would make into contain itself. The walk
-// is complete whenever the size is within limit, so no cycle goes unseen.
-func (g *guard) measure(what string, limit int64, into reflect.Value, values ...reflect.Value) (int64, error) {
+// limit, or a value contains itself.
+func (g *guard) measure(what string, limit int64, values ...reflect.Value) (int64, error) {
 	s := newSizer(limit)
-	if into.IsValid() && into.Kind() == reflect.Map && !into.IsNil() {
-		s.target = into.UnsafePointer()
-	}
 	var total int64
 	for _, v := range values {
 		total += s.size(v, 0)
