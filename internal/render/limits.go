@@ -18,8 +18,9 @@ type Limits struct {
 	// iterations and calls of defined templates.
 	MaxSteps int64
 	// MaxWorkBytes bounds the bytes the templates produce: text written,
-	// values returned by functions, values copied or put into maps and
-	// lists. Shared values count each time they are used.
+	// values functions return, 16 bytes per entry put into a map or list.
+	// A value printed, encoded or copied counts as expanded: a map shared
+	// in several places counts once per place.
 	MaxWorkBytes int64
 	// MaxDepth bounds nested include and tpl calls.
 	MaxDepth int
