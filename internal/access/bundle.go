@@ -74,7 +74,7 @@ func (in RoutesInput) Request() render.Request {
 	}
 	labels, operator := inputMaps(in.Labels, in.Operator)
 	nsLabels, _ := inputMaps(in.NamespaceLabels, nil)
-	return render.Request{ReleaseName: in.Workspace.Name, Namespace: in.Namespace, Input: map[string]any{
+	return render.Request{Purpose: render.PurposeWorkspaceRoutes, ReleaseName: in.Workspace.Name, Namespace: in.Namespace, Input: map[string]any{
 		"namespaceLabels":    nsLabels,
 		"workspace":          map[string]any{"name": in.Workspace.Name, "namespace": in.Workspace.Namespace, "uid": in.UID},
 		"namespace":          in.Namespace,

@@ -122,7 +122,7 @@ func TestRoutesBundleRefusesBadInput(t *testing.T) {
 		mutate func(*RoutesInput)
 		want   string
 	}{
-		{name: "no namespace", mutate: func(in *RoutesInput) { in.Namespace = "" }, want: "input namespace is required"},
+		{name: "no namespace", mutate: func(in *RoutesInput) { in.Namespace = "" }, want: "needs the namespace its objects belong in"},
 		{name: "no gateway", mutate: func(in *RoutesInput) { in.Gateway.Name = "" }, want: "input gateway.name is required"},
 		{name: "TCP without apiVersion", mutate: func(in *RoutesInput) { in.TCPRouteAPIVersion = ""; in.Routes = []Route{ssh} },
 			want: "tcpRouteAPIVersion is required"},

@@ -49,7 +49,7 @@ type KustomizationInput struct {
 // README documents the input.
 func (in KustomizationInput) Request() render.Request {
 	labels, operator := inputMaps(in.Labels, in.Operator)
-	return render.Request{ReleaseName: in.Kustomization.Name, Namespace: in.Kustomization.Namespace, Input: map[string]any{
+	return render.Request{Purpose: render.PurposeRoutesKustomization, ReleaseName: in.Kustomization.Name, Namespace: in.Kustomization.Namespace, Input: map[string]any{
 		"name":             in.Kustomization.Name,
 		"namespace":        in.Kustomization.Namespace,
 		"regionalCluster":  map[string]any{"name": in.Regional.Name, "namespace": in.Regional.Namespace},

@@ -31,6 +31,7 @@ type Bundle struct {
 	Source string
 
 	chart    *chart.Chart
+	compiled *compiled
 	defaults map[string]any
 	schema   *jsonschema.Schema
 }
@@ -97,9 +98,10 @@ func LoadFS(name string, fsys fs.FS, dir string) (*Bundle, error) {
 // Chart.yaml, values.yaml and templates__cd.yaml is a valid argument (merge
 // data and binaryData). File names may hold only letters, digits, '-', '.',
 // '_' and '/'. Subcharts (charts/, Chart.yaml dependencies) and library
-// charts are refused, and so are templates that do not parse or that call a
-// function that reads the cluster or changes at every call (lookup, now,
-// rand*, uuidv4, gen* certificates, ...). Errors are *Error.
+// charts are refused, and so are templates that do not parse, that call an
+// unknown function or one that reads the cluster or changes at every call
+// (lookup, now, rand*, uuidv4, gen* certificates, ...), and template actions
+// that call their own template. Errors are *Error.
 func LoadFiles(name string, files map[string][]byte) (*Bundle, error) {
 	bad := func(file string, err error) error { return newError(name, ReasonBundle, file, 0, err) }
 	if len(files) > maxBundleFiles {
@@ -167,11 +169,12 @@ func LoadFiles(name string, files map[string][]byte) (*Bundle, error) {
 		if err := checkTemplate(name, t.Name, string(t.Data)); err != nil {
 			return nil, err
 		}
-		if !strings.HasPrefix(path.Base(t.Name), "_") {
-			t.Data = append([]byte(inputPrelude), t.Data...)
-		}
 	}
-	b.chart = c
+	comp, err := compile(name, c)
+	if err != nil {
+		return nil, err
+	}
+	b.chart, b.compiled = c, comp
 	return b, nil
 }
 

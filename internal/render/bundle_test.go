@@ -14,7 +14,7 @@ func TestLoadFilesFromConfigMapKeys(t *testing.T) {
 		"templates___helpers.tpl": `{{ define "n" }}{{ .Values.name }}{{ end }}`,
 		"templates__sub__cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ include \"n\" . }}\n",
 	})
-	out, err := b.Render(Request{})
+	out, err := renderAny(b, Request{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kindNames(out)).To(Equal([]string{"ConfigMap//from-configmap"}))
 }

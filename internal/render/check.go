@@ -34,6 +34,7 @@ var forbiddenFuncs = map[string]string{
 	"genSignedCert":            "it changes at every render",
 	"genSignedCertWithKey":     "it changes at every render",
 	"getHostByName":            "bundles cannot use the network",
+	"derivePassword":           "each call takes 32 MiB of memory",
 }
 
 // checkTemplate parses one template file and refuses syntax errors and

@@ -22,6 +22,18 @@ const (
 	// ReasonOutput: a template rendered something that is not a valid set of
 	// Kubernetes objects (invalid YAML, no kind, duplicates, ...).
 	ReasonOutput = "OutputInvalid"
+	// ReasonNotAllowed: a rendered object is outside what the render's
+	// Purpose allows (ConfinementOf): another kind, another namespace, or
+	// cluster-scoped. The error wraps ErrKindNotAllowed, ErrClusterScoped
+	// or ErrNamespaceNotAllowed.
+	ReasonNotAllowed = "OutputNotAllowed"
+	// ReasonLimit: the render went over a limit of its Limits. The error
+	// wraps ErrTooManyObjects, ErrObjectTooLarge, ErrOutputTooLarge or
+	// ErrBudgetExceeded.
+	ReasonLimit = "RenderLimitExceeded"
+	// ReasonTimeout: the render did not finish in time (Limits.Timeout or
+	// the context's deadline). The error wraps ErrTimeout.
+	ReasonTimeout = "RenderTimedOut"
 )
 
 // ErrBundleNotFound is returned (wrapped) by Registry.Get for an unknown bundle.
@@ -36,13 +48,17 @@ type Error struct {
 	// File is the path of the file in the bundle, e.g.
 	// templates/clusterdeployment.yaml, or empty.
 	File string
-	// Line is the 1-based line in File, or 0 when unknown. For ReasonOutput it
-	// is the line of the rendered output, not of the template source.
+	// Line is the 1-based line in File, or 0 when unknown. For ReasonOutput,
+	// ReasonNotAllowed and the object limits it is the line of the rendered
+	// output, not of the template source.
 	Line int
 	// Reason is one of the Reason constants.
 	Reason string
 	// Err is the underlying error; its message is the detail shown to users.
 	Err error
+
+	// renderedLine says Line is a line of the rendered output.
+	renderedLine bool
 }
 
 // Error returns a one-line message such as
@@ -73,7 +89,7 @@ func (e *Error) writeLocation(b *strings.Builder) {
 		if e.Line > 0 {
 			b.WriteString(":")
 			b.WriteString(strconv.Itoa(e.Line))
-			if e.Reason == ReasonOutput {
+			if e.renderedLine {
 				b.WriteString(" (rendered output)")
 			}
 		}
@@ -95,6 +111,12 @@ func reasonPhrase(reason string) string {
 		return "template error"
 	case ReasonOutput:
 		return "invalid output"
+	case ReasonNotAllowed:
+		return "output not allowed"
+	case ReasonLimit:
+		return "render limit exceeded"
+	case ReasonTimeout:
+		return "render timed out"
 	default:
 		return "error"
 	}
@@ -113,5 +135,13 @@ func oneLine(s string) string {
 }
 
 func newError(bundle, reason, file string, line int, err error) *Error {
-	return &Error{Bundle: bundle, File: file, Line: line, Reason: reason, Err: err}
+	return &Error{Bundle: bundle, File: file, Line: line, Reason: reason, Err: err, renderedLine: reason == ReasonOutput}
+}
+
+// outputError is an error about the object that starts at line of the
+// rendered file.
+func outputError(bundle, reason, file string, line int, err error) *Error {
+	e := newError(bundle, reason, file, line, err)
+	e.renderedLine = true
+	return e
 }

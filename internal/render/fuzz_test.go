@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
@@ -166,4 +167,58 @@ func BenchmarkRenderColonyCluster(b *testing.B) {
 		}
 		_ = out.Digest()
 	}
+}
+
+// FuzzRenderTemplate renders arbitrary template text under small limits: it
+// never panics, fails only with an *Error, stops soon after its timeout, and
+// every object it returns is one its purpose allows.
+func FuzzRenderTemplate(f *testing.F) {
+	for _, s := range []string{
+		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: team-a}\n",
+		"apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n",
+		`{{ range $i := until 100000000 }}x{{ end }}`,
+		`{{ range $i := 100000000000 }}{{ end }}`,
+		`{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ $d }}`,
+		`{{ $m := dict }}{{ range $i := 64 }}{{ $m = dict "a" $m "b" $m }}{{ end }}{{ $m }}`,
+		`{{ define "r" }}{{ include "r" . }}{{ end }}{{ include "r" . }}`,
+		`{{ tpl .Values.t . }}`,
+		`{{ $s := "xx" }}{{ range $i := 100 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`,
+		`{{ toYaml . }}{{ .Files.Glob "**" }}{{ deepCopy .Values | toJson }}`,
+	} {
+		f.Add(s)
+	}
+	lim := &Limits{Timeout: time.Second, MaxSteps: 20_000, MaxWorkBytes: 4 << 20, MaxOutputBytes: 1 << 20, MaxObjects: 50}
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return
+		}
+		b, err := loadTestErr(map[string]string{"templates/x.yaml": text, "files/f.txt": "data"})
+		if err != nil {
+			var rerr *Error
+			if !errors.As(err, &rerr) {
+				t.Fatalf("loading: not an *Error: %v", err)
+			}
+			return
+		}
+		req := Request{Purpose: PurposeWorkspaceRoutes, Namespace: "team-a", Limits: lim,
+			Values: map[string]any{"t": text, "n": 3, "l": []any{"a", map[string]any{"b": 1}}}}
+		start := time.Now()
+		out, err := b.Render(req)
+		if took := time.Since(start); took > 5*time.Second {
+			t.Fatalf("render took %s", took)
+		}
+		if err != nil {
+			var rerr *Error
+			if !errors.As(err, &rerr) {
+				t.Fatalf("not an *Error: %v", err)
+			}
+			return
+		}
+		conf, _ := ConfinementOf(req.Purpose, req.Namespace)
+		for _, o := range out.Objects {
+			if err := conf.Check(o); err != nil {
+				t.Fatalf("returned a refused object: %v", err)
+			}
+		}
+	})
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -28,6 +29,13 @@ func loadTestErr(files map[string]string) (*Bundle, error) {
 		data["Chart.yaml"] = []byte(testChart)
 	}
 	return LoadFiles("test", data)
+}
+
+// renderAny renders b without confining its output, for tests of the
+// rendering itself.
+func renderAny(b *Bundle, req Request) (*Output, error) {
+	out, _, err := b.renderObjects(context.Background(), req)
+	return out, err
 }
 
 // renderErr expects an *Error and returns it.

@@ -8,9 +8,9 @@ import (
 )
 
 // ColonyClusterRequest builds the request that renders one Colony entry with
-// the colony-cluster bundle (or any bundle the entry selects): ReleaseName is
-// the ClusterDeployment's name, Namespace the Colony's, Values the entry's
-// values, and Input is
+// the colony-cluster bundle (or any bundle the entry selects): Purpose is
+// PurposeColonyCluster, ReleaseName the ClusterDeployment's name, Namespace
+// the Colony's, Values the entry's values, and Input is
 //
 //	colony:                {name, namespace, uid, labels}
 //	cluster:               the ColonyCluster entry as JSON (clusterName,
@@ -38,6 +38,7 @@ func ColonyClusterRequest(colony *infrav1.Colony, cluster *infrav1.ColonyCluster
 		}
 	}
 	return Request{
+		Purpose:     PurposeColonyCluster,
 		ReleaseName: clusterDeploymentName,
 		Namespace:   colony.Namespace,
 		Values:      values,

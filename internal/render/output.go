@@ -125,14 +125,24 @@ func (d document) firstContentLine() int {
 
 var yamlLineRE = regexp.MustCompile(`line (\d+): `)
 
-// parseOutput turns Helm's rendered files into an Output.
-func parseOutput(bundle, chartName string, rendered map[string]string) (*Output, error) {
+// origin is where an object was rendered: its file and the first line of
+// its document in the rendered output.
+type origin struct {
+	file string
+	line int
+}
+
+// parseOutput turns the rendered files into an Output, and says where each
+// object comes from. A document larger than lim.MaxObjectBytes is refused
+// before it is decoded, and so are objects past lim.MaxObjects.
+func parseOutput(bundle, chartName string, rendered map[string]string, lim Limits) (*Output, map[*unstructured.Unstructured]origin, error) {
 	files := make([]string, 0, len(rendered))
 	for f := range rendered {
 		files = append(files, f)
 	}
 	sort.Strings(files)
 	out := &Output{}
+	origins := map[*unstructured.Unstructured]origin{}
 	seen := map[objectKey]string{}
 	for _, f := range files {
 		if path.Base(f) == "NOTES.txt" {
@@ -140,6 +150,10 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 		}
 		file := trimChart(chartName, f)
 		for _, doc := range splitDocuments(rendered[f]) {
+			if len(doc.text) > lim.MaxObjectBytes {
+				return nil, nil, outputError(bundle, ReasonLimit, file, doc.firstContentLine(), &detailError{sentinel: ErrObjectTooLarge,
+					msg: fmt.Sprintf("a document of %d bytes, more than %d", len(doc.text), lim.MaxObjectBytes)})
+			}
 			obj, err := decodeDocument(doc)
 			if err != nil {
 				var le *lineError
@@ -147,7 +161,7 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 				if errors.As(err, &le) {
 					line = le.line
 				}
-				return nil, newError(bundle, ReasonOutput, file, line, err)
+				return nil, nil, newError(bundle, ReasonOutput, file, line, err)
 			}
 			if obj == nil {
 				continue
@@ -156,15 +170,20 @@ func parseOutput(bundle, chartName string, rendered map[string]string) (*Output,
 			k := keyOf(u)
 			k.version = ""
 			if prev, dup := seen[k]; dup {
-				return nil, newError(bundle, ReasonOutput, file, doc.firstContentLine(),
+				return nil, nil, newError(bundle, ReasonOutput, file, doc.firstContentLine(),
 					fmt.Errorf("%s %s is rendered twice (also by %s)", u.GetKind(), objectName(u), prev))
 			}
 			seen[k] = file
+			if len(out.Objects) == lim.MaxObjects {
+				return nil, nil, outputError(bundle, ReasonLimit, file, doc.firstContentLine(), &detailError{sentinel: ErrTooManyObjects,
+					msg: fmt.Sprintf("more than %d objects", lim.MaxObjects)})
+			}
 			out.Objects = append(out.Objects, u)
+			origins[u] = origin{file: file, line: doc.firstContentLine()}
 		}
 	}
 	sortObjects(out.Objects)
-	return out, nil
+	return out, origins, nil
 }
 
 type lineError struct {

@@ -124,7 +124,7 @@ func TestRegistryConfigMapVolume(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	b, err := r.Get("mounted")
 	g.Expect(err).NotTo(HaveOccurred())
-	out, err := b.Render(Request{})
+	out, err := renderAny(b, Request{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kindNames(out)).To(Equal([]string{"ConfigMap//mounted"}))
 }

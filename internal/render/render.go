@@ -1,73 +1,100 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
-	"k8s.io/client-go/dynamic"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // Request is what a bundle renders.
 type Request struct {
+	// Purpose is what the caller renders the bundle for; with Namespace it
+	// fixes what the render may produce (ConfinementOf). Required: a
+	// request without a known Purpose renders nothing.
+	Purpose Purpose
 	// ReleaseName is .Release.Name; empty means the chart's name.
 	ReleaseName string
-	// Namespace is .Release.Namespace. Objects are not changed: a template
-	// that wants a namespace writes it.
+	// Namespace is .Release.Namespace, and the only namespace the rendered
+	// objects may be in: the owner's (the Colony's, or the
+	// ClusterDeployment's for a workspace's ServiceSet; see Purpose).
+	// Objects are not changed: a template that wants a namespace writes it.
 	Namespace string
 	// Values are merged over the bundle's values.yaml (see MergeValues) and
 	// checked against its values.schema.json; templates see them as .Values.
 	Values map[string]any
 	// Input is the bundle's documented input, seen as .Input.
 	Input map[string]any
+	// Limits bound the render; nil, or a zero field, means DefaultLimits.
+	Limits *Limits
 }
-
-// inputKey carries the input through .Release into the templates, because
-// Helm's engine passes only Values, Release, Chart, Capabilities, Files and
-// Subcharts to them. The prelude that LoadFiles puts before each template
-// moves it to .Input; it is on line 1 and holds no newline, so line numbers
-// in errors are unchanged.
-const inputKey = "__apiaryInput"
-
-const inputPrelude = `{{ if hasKey .Release "` + inputKey + `" }}{{ $_ := set . "Input" (get .Release "` +
-	inputKey + `") }}{{ $_ := unset .Release "` + inputKey + `" }}{{ end }}`
 
 // capabilities are fixed, so the output never depends on a cluster.
 var capabilities = chartutil.DefaultCapabilities.Copy()
 
-// errNoLookup is what lookup returns when called anyway (from tpl).
-var errNoLookup = errors.New("lookup is not available: bundles cannot read the cluster")
-
-// noClusterAccess is the engine's client provider: it refuses every lookup,
-// where Helm's engine without one would silently return nothing.
-type noClusterAccess struct{}
-
-func (noClusterAccess) GetClientFor(string, string) (dynamic.NamespaceableResourceInterface, bool, error) {
-	return nil, false, errNoLookup
+// Render is RenderContext without a context of its own: it is bounded by
+// the request's Limits.Timeout.
+func (b *Bundle) Render(req Request) (*Output, error) {
+	return b.RenderContext(context.Background(), req)
 }
 
-// Render renders the bundle. Templates see .Values, .Input, .Release (Name,
-// Namespace, IsInstall=true, IsUpgrade=false, Revision=1, Service=Apiary),
-// .Chart, .Capabilities (fixed, no cluster) and .Files (the bundle's own
-// files). The same request always gives the same Output. Every failure is an
-// *Error.
-func (b *Bundle) Render(req Request) (*Output, error) {
+// RenderContext renders the bundle. Templates see .Values, .Input, .Release
+// (Name, Namespace, IsInstall=true, IsUpgrade=false, Revision=1,
+// Service=Apiary), .Chart, .Capabilities (fixed, no cluster) and .Files (the
+// bundle's own files). The same request always gives the same Output. Every
+// object of the Output is one the request's Purpose allows in its Namespace;
+// any other fails the whole render. The render stops, with ReasonTimeout,
+// when ctx ends or Limits.Timeout passes, and with ReasonLimit when it goes
+// over another limit. Every failure is an *Error.
+func (b *Bundle) RenderContext(ctx context.Context, req Request) (*Output, error) {
+	conf, err := ConfinementOf(req.Purpose, req.Namespace)
+	if err != nil {
+		return nil, newError(b.Name, ReasonInput, "", 0, err)
+	}
+	out, origins, err := b.renderObjects(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	// Report the first refused object in the order of the files.
+	var refused *Error
+	for _, o := range out.Objects {
+		if err := conf.Check(o); err != nil {
+			at := origins[o]
+			if refused == nil || at.file < refused.File || (at.file == refused.File && at.line < refused.Line) {
+				refused = outputError(b.Name, ReasonNotAllowed, at.file, at.line, err)
+			}
+		}
+	}
+	if refused != nil {
+		return nil, refused
+	}
+	return out, nil
+}
+
+// renderObjects renders the bundle's objects, whatever they are.
+func (b *Bundle) renderObjects(ctx context.Context, req Request) (*Output, map[*unstructured.Unstructured]origin, error) {
+	lim := DefaultLimits()
+	if req.Limits != nil {
+		lim = req.Limits.withDefaults()
+	}
 	values, err := normalize(req.Values)
 	if err != nil {
-		return nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("values: %w", err))
+		return nil, nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("values: %w", err))
 	}
 	input, err := normalize(req.Input)
 	if err != nil {
-		return nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("input: %w", err))
+		return nil, nil, newError(b.Name, ReasonInput, "", 0, fmt.Errorf("input: %w", err))
 	}
 	merged := MergeValues(b.defaults, values)
 	if b.schema != nil {
 		if err := validateValues(b.schema, merged); err != nil {
-			return nil, newError(b.Name, ReasonSchema, "values.schema.json", 0, err)
+			return nil, nil, newError(b.Name, ReasonSchema, "values.schema.json", 0, err)
 		}
 	}
 	chartName := b.chart.Name()
@@ -75,8 +102,9 @@ func (b *Bundle) Render(req Request) (*Output, error) {
 	if release == "" {
 		release = chartName
 	}
-	top := chartutil.Values{
+	vals := map[string]any{
 		"Values": merged,
+		"Input":  input,
 		"Release": map[string]any{
 			"Name":      release,
 			"Namespace": req.Namespace,
@@ -84,36 +112,36 @@ func (b *Bundle) Render(req Request) (*Output, error) {
 			"IsUpgrade": false,
 			"Revision":  1,
 			"Service":   "Apiary",
-			inputKey:    input,
 		},
-		"Chart":        b.chart.Metadata,
+		"Chart": struct {
+			chart.Metadata
+			IsRoot bool
+		}{*b.chart.Metadata, true},
 		"Capabilities": capabilities,
+		"Subcharts":    map[string]any{},
 	}
-	rendered, err := engine.RenderWithClientProvider(b.chart, top, noClusterAccess{})
+	g := newGuard(ctx, lim)
+	rendered, err := b.compiled.execute(b.Name, g, vals)
 	if err != nil {
-		return nil, templateError(b.Name, chartName, err)
+		return nil, nil, templateError(b.Name, chartName, g, err)
 	}
-	return parseOutput(b.Name, chartName, rendered)
+	return parseOutput(b.Name, chartName, rendered, lim)
 }
 
-var (
-	// "template: NAME:LINE[:COL]: " as text/template writes it; the last one
-	// in a message is the innermost (an include'd or tpl'd template).
-	execLocRE = regexp.MustCompile(`template: ([^\s:]+):(\d+)(?::\d+)?: `)
-	// "parse error at (NAME:LINE[:COL]): " and "execution error at (...)",
-	// as Helm rewrites parse errors and required/fail errors.
-	helmLocRE = regexp.MustCompile(`(?:parse|execution) error at \(([^\s:()]+):(\d+)(?::\d+)?\): `)
-)
+// "template: NAME:LINE[:COL]: " as text/template writes it; the last one in a
+// message is the innermost (an include'd or tpl'd template).
+var execLocRE = regexp.MustCompile(`template: ([^\s:]+):(\d+)(?::\d+)?: `)
 
-// templateError turns an error of Helm's engine into an *Error naming the
-// file and line of the bundle.
-func templateError(bundle, chartName string, err error) *Error {
+// templateError turns an error of a template into an *Error naming the
+// innermost file and line of the bundle: ReasonLimit or ReasonTimeout when
+// the guard stopped the render, else ReasonTemplate.
+func templateError(bundle, chartName string, g *guard, err error) *Error {
 	msg := err.Error()
 	file, line, detail := "", 0, msg
 	var last []int
 	for _, m := range execLocRE.FindAllStringSubmatchIndex(msg, -1) {
-		// Text given to tpl is parsed as Helm's root template, "gotpl":
-		// keep the innermost location that is a file of the bundle.
+		// Text given to tpl is parsed as the template "gotpl": keep the
+		// innermost location that is a file of the bundle.
 		if strings.HasPrefix(msg[m[2]:m[3]], chartName+"/") {
 			last = m
 		}
@@ -121,15 +149,37 @@ func templateError(bundle, chartName string, err error) *Error {
 	if m := last; m != nil {
 		file, detail = msg[m[2]:m[3]], msg[m[1]:]
 		line, _ = strconv.Atoi(msg[m[4]:m[5]])
-	} else if m := helmLocRE.FindStringSubmatchIndex(msg); m != nil {
-		file, detail = msg[m[2]:m[3]], msg[m[1]:]
-		line, _ = strconv.Atoi(msg[m[4]:m[5]])
 	}
-	detail = strings.NewReplacer("HELM_ERR_START", "", "HELM_ERR_END", "", chartName+"/templates/", "templates/").Replace(detail)
-	return newError(bundle, ReasonTemplate, trimChart(chartName, file), line, errors.New(detail))
+	var at *fileError
+	if file == "" && errors.As(err, &at) {
+		file = at.file
+	}
+	file = trimChart(chartName, file)
+	var fail *failError
+	switch {
+	case g.err != nil:
+		reason := ReasonLimit
+		if errors.Is(g.err, ErrTimeout) {
+			reason = ReasonTimeout
+		}
+		return newError(bundle, reason, file, line, g.err)
+	case errors.As(err, &fail):
+		return newError(bundle, ReasonTemplate, file, line, fail)
+	}
+	detail = strings.ReplaceAll(detail, chartName+"/templates/", "templates/")
+	return newError(bundle, ReasonTemplate, file, line, &detailError{sentinel: err, msg: detail})
 }
 
-// trimChart removes the chart-name folder Helm puts before template paths.
+// fileError is an error while rendering a file.
+type fileError struct {
+	file string
+	err  error
+}
+
+func (e *fileError) Error() string { return e.err.Error() }
+func (e *fileError) Unwrap() error { return e.err }
+
+// trimChart removes the chart-name folder before template paths.
 func trimChart(chartName, file string) string {
 	return strings.TrimPrefix(file, chartName+"/")
 }

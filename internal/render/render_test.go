@@ -47,12 +47,12 @@ func TestRenderIsByteStable(t *testing.T) {
 		g.Expect(json.Unmarshal([]byte(raw), &values)).To(Succeed())
 		return Request{ReleaseName: "r", Namespace: "ns", Values: values, Input: input}
 	}
-	first, err := b.Render(build(0))
+	first, err := renderAny(b, build(0))
 	g.Expect(err).NotTo(HaveOccurred())
 	want := first.YAML()
 	g.Expect(first.Objects).To(HaveLen(6))
 	for i := 1; i < 50; i++ {
-		out, err := b.Render(build(i))
+		out, err := renderAny(b, build(i))
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out.YAML()).To(Equal(want), "render %d", i)
 		g.Expect(out.Digest()).To(Equal(first.Digest()))
@@ -70,7 +70,7 @@ func TestRenderSortsObjects(t *testing.T) {
 		"templates/b.yaml": obj("v1", "ConfigMap", "b", "a") + obj("v1", "Secret", "a", "z"),
 		"templates/c.yaml": obj("k0rdent.mirantis.com/v1beta1", "ClusterDeployment", "a", "c") + obj("v1", "Secret", "a", "y"),
 	})
-	out, err := b.Render(Request{})
+	out, err := renderAny(b, Request{})
 	g.Expect(err).NotTo(HaveOccurred())
 	// Core group ("") first, then by kind, namespace and name.
 	g.Expect(kindNames(out)).To(Equal([]string{
@@ -103,7 +103,7 @@ data:
   tpl: {{ tpl "{{ .Input.suffix | upper }}" . }}
 `,
 	})
-	out, err := b.Render(Request{
+	out, err := renderAny(b, Request{
 		ReleaseName: "rel", Namespace: "ns",
 		Values: map[string]any{"nested": map[string]any{"drop": nil, "add": 3}},
 		Input:  map[string]any{"suffix": "x"},
@@ -136,7 +136,7 @@ data:
 	})
 	input := map[string]any{"x": "y"}
 	for range 2 {
-		out, err := b.Render(Request{Input: input})
+		out, err := renderAny(b, Request{Input: input})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(out.Objects[0].Object["data"]).To(HaveKeyWithValue("list", MatchJSON(`{"a":1,"b":2}`)))
 	}
@@ -145,7 +145,7 @@ data:
 
 func TestRenderConcurrently(t *testing.T) {
 	b := loadTest(t, map[string]string{"templates/cm.yaml": configMapTemplate})
-	want, err := b.Render(Request{ReleaseName: "r", Input: map[string]any{"n": 1}})
+	want, err := renderAny(b, Request{ReleaseName: "r", Input: map[string]any{"n": 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRenderConcurrently(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := b.Render(Request{ReleaseName: "r", Input: map[string]any{"n": 1}})
+			out, err := renderAny(b, Request{ReleaseName: "r", Input: map[string]any{"n": 1}})
 			if err != nil || !bytes.Equal(out.YAML(), want.YAML()) {
 				t.Errorf("render %d: %v", i, err)
 			}
@@ -261,7 +261,7 @@ func TestRenderErrors(t *testing.T) {
 		req:      Request{Values: map[string]any{"t": `{{ lookup "v1" "Secret" "ns" "s" }}`}},
 		reason:   ReasonTemplate,
 		file:     "templates/cm.yaml",
-		contains: "lookup is not available: bundles cannot read the cluster",
+		contains: `function "lookup" is not allowed: bundles cannot read the cluster`,
 	}, {
 		name:     "schema",
 		files:    map[string]string{"values.schema.json": `{"type": "object", "properties": {"size": {"enum": ["small", "large"]}}}`, "templates/cm.yaml": cm},
@@ -279,7 +279,7 @@ func TestRenderErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := loadTest(t, tt.files).Render(tt.req)
+			_, err := renderAny(loadTest(t, tt.files), tt.req)
 			rerr := asRenderError(g, err)
 			t.Log(err)
 			g.Expect(rerr.Bundle).To(Equal("test"))
@@ -295,7 +295,7 @@ func TestRenderErrors(t *testing.T) {
 			g.Expect(err.Error()).To(HavePrefix(`bundle "test": `))
 			g.Expect(err.Error()).NotTo(ContainSubstring("\n"))
 			g.Expect(err.Error()).NotTo(ContainSubstring("HELM_ERR"))
-			g.Expect(err.Error()).NotTo(ContainSubstring(inputKey))
+
 		})
 	}
 }
@@ -306,7 +306,7 @@ func TestRenderDropsEmptyDocuments(t *testing.T) {
 		"templates/cm.yaml":    "---\n# nothing\n---\n\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n---\n",
 		"templates/empty.yaml": "{{ if .Values.never }}apiVersion: v1{{ end }}",
 	})
-	out, err := b.Render(Request{})
+	out, err := renderAny(b, Request{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(kindNames(out)).To(Equal([]string{"ConfigMap//cm"}))
 	g.Expect((&Output{}).YAML()).To(BeEmpty())

@@ -24,6 +24,9 @@ const (
 	// secretToken must appear nowhere in the output, nor in errors.
 	secretToken      = "s3cr3t-t0ken-4f9a"
 	secretValuesYAML = "auth:\n  token: " + secretToken + "\n"
+	// testClusterNamespace is the ClusterDeployment's namespace of the
+	// test inputs: the namespace their objects are confined to.
+	testClusterNamespace = "team-a"
 )
 
 // must fails the test on an error of its set-up.
@@ -88,7 +91,7 @@ func withSecret(in map[string]any) map[string]any {
 
 func renderBundle(t *testing.T, g Gomega, bundle string, in map[string]any) *Output {
 	t.Helper()
-	out, err := builtinBundle(t, bundle).Render(Request{Input: in})
+	out, err := builtinBundle(t, bundle).Render(Request{Purpose: Purpose(bundle), Namespace: testClusterNamespace, Input: in})
 	g.Expect(err).NotTo(HaveOccurred())
 	return out
 }
@@ -217,7 +220,7 @@ func TestWorkspaceServiceSetVariants(t *testing.T) {
 			g := NewWithT(t)
 			in := workspaceInput()
 			tt.edit(in)
-			out, err := b.Render(Request{Input: in, Values: tt.values})
+			out, err := b.Render(Request{Purpose: PurposeWorkspaceServiceSet, Namespace: testClusterNamespace, Input: in, Values: tt.values})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(out.Objects).To(HaveLen(1))
 			tt.check(g, out.Objects[0])
@@ -255,7 +258,7 @@ func TestWorkspacePrerequisite(t *testing.T) {
 	// Values add Helm options, but createNamespace stays true.
 	in := prerequisiteInput()
 	in["values"] = ""
-	out, err := builtinBundle(t, workspacePrerequisiteBundle).Render(Request{Input: in, Values: map[string]any{
+	out, err := builtinBundle(t, workspacePrerequisiteBundle).Render(Request{Purpose: PurposeWorkspacePrerequisite, Namespace: testClusterNamespace, Input: in, Values: map[string]any{
 		"helmOptions": map[string]any{"atomic": true, "installOptions": map[string]any{"createNamespace": false, "takeOwnership": true}},
 	}})
 	g.Expect(err).NotTo(HaveOccurred())
@@ -313,7 +316,7 @@ func TestWorkspaceBundlesRefuseBadInput(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(in)
 			}
-			_, err := builtinBundle(t, tt.bundle).Render(Request{Input: in, Values: tt.values})
+			_, err := builtinBundle(t, tt.bundle).Render(Request{Purpose: Purpose(tt.bundle), Namespace: testClusterNamespace, Input: in, Values: tt.values})
 			rerr := asRenderError(g, err)
 			g.Expect(rerr.Bundle).To(Equal(tt.bundle))
 			g.Expect(err.Error()).To(HavePrefix(`bundle "` + tt.bundle + `": `))

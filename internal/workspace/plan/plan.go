@@ -225,7 +225,7 @@ func ServiceSetRequest(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Wor
 		labels[k] = val
 	}
 	release := ReleaseName(clusterName, obj.Name)
-	return render.Request{ReleaseName: release, Namespace: clusterNamespace, Input: map[string]any{
+	return render.Request{Purpose: render.PurposeWorkspaceServiceSet, ReleaseName: release, Namespace: clusterNamespace, Input: map[string]any{
 		"workspace": map[string]any{"name": obj.Name, "namespace": obj.Namespace, "uid": string(obj.UID), "labels": labels},
 		"class": map[string]any{"name": class.Name, "serviceTemplate": map[string]any{
 			"name": class.Spec.ServiceTemplate.Name, "namespace": class.Spec.ServiceTemplate.Namespace}},
@@ -279,7 +279,7 @@ func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.Prer
 	if err != nil {
 		return render.Request{}, fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
 	}
-	return render.Request{ReleaseName: target.Release, Namespace: clusterNamespace, Input: map[string]any{
+	return render.Request{Purpose: render.PurposeWorkspacePrerequisite, ReleaseName: target.Release, Namespace: clusterNamespace, Input: map[string]any{
 		"cluster":          map[string]any{"name": clusterName, "namespace": clusterNamespace},
 		"serviceSetName":   target.ServiceSet,
 		"template":         tmpl,
