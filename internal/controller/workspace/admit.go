@@ -12,7 +12,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/gpu"
-	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // admit is the gate between resolving a workspace and delivering it: its
@@ -173,29 +173,12 @@ func (r *Reconciler) markAdmitted(w *workspaceRun, rec *workspacesv1.WorkspaceAd
 	}
 }
 
-// totals are the CPU and memory of all replicas of resolved resources.
+// totals are the CPU and memory of all replicas of resolved resources;
+// none for resources resources.Check refused.
 func totals(res workspacesv1.WorkspaceResourceSpec) (cpu, memory *resource.Quantity) {
-	pr := res.PerReplica
-	if pr == nil {
+	d, err := resources.DemandOf(res)
+	if err != nil {
 		return nil, nil
 	}
-	replicas := int64(1)
-	if res.Replicas != nil {
-		replicas = int64(*res.Replicas)
-	}
-	times := func(q *resource.Quantity) *resource.Quantity {
-		if q == nil {
-			return nil
-		}
-		out := resource.NewMilliQuantity(q.MilliValue()*replicas, q.Format)
-		return out
-	}
-	return times(pr.CPU), times(pr.Memory)
-}
-
-// quotaRequest is what an admission record charges a tenant's quotas.
-func quotaRequest(w *workspaceRun, rec *workspacesv1.WorkspaceAdmission) quota.Request {
-	return quota.Request{Namespace: w.obj.Namespace, Name: w.obj.Name, UID: w.obj.UID,
-		GPUs: rec.GPUsPerReplica * int64(rec.Replicas), ResourceName: rec.ResourceName, Selector: rec.Selector,
-		CPU: rec.CPU, Memory: rec.Memory}
+	return d.CPU, d.Memory
 }

@@ -13,38 +13,33 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // demandOf is what all replicas of resolved resources ask for, and the name
-// of their GPUs for messages (the model, else the vendor).
+// of their GPUs for messages (the model, else the vendor). The resources
+// passed resources.Check, so no product overflows.
 func demandOf(res workspacesv1.WorkspaceResourceSpec) (admission.Totals, int32, string) {
-	replicas := int32(1)
-	if res.Replicas != nil {
-		replicas = *res.Replicas
-	}
-	var t admission.Totals
-	pr := res.PerReplica
-	if pr == nil {
-		return t, replicas, ""
-	}
-	times := func(q *resource.Quantity) resource.Quantity {
-		if q == nil {
-			return resource.Quantity{}
+	d, _ := resources.DemandOf(res)
+	t := admission.Totals{GPUs: d.GPUs}
+	for _, q := range []struct {
+		from *resource.Quantity
+		to   *resource.Quantity
+	}{{d.CPU, &t.CPU}, {d.Memory, &t.Memory}, {d.Storage, &t.Storage}} {
+		if q.from != nil {
+			*q.to = *q.from
 		}
-		return *resource.NewMilliQuantity(q.MilliValue()*int64(replicas), q.Format)
 	}
-	t.CPU, t.Memory, t.Storage = times(pr.CPU), times(pr.Memory), times(pr.Storage)
 	what := ""
-	if pr.GPUCount != nil {
-		t.GPUs = int64(*pr.GPUCount) * int64(replicas)
+	if pr := res.PerReplica; pr != nil {
+		switch {
+		case pr.GPUType != nil:
+			what = *pr.GPUType
+		case pr.GPUVendor != nil:
+			what = string(*pr.GPUVendor)
+		}
 	}
-	switch {
-	case pr.GPUType != nil:
-		what = *pr.GPUType
-	case pr.GPUVendor != nil:
-		what = string(*pr.GPUVendor)
-	}
-	return t, replicas, what
+	return t, int32(d.Replicas), what
 }
 
 // feasibilityFor reads the child cluster's nodes and pods for a workspace

@@ -122,6 +122,9 @@ func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admis
 		msg := fmt.Sprintf("Each replica asks for %d GPU(s), but no node matching %s on cluster %q has more than %d; choose fewer GPUs per replica, or another cluster",
 			req.PerReplica, what, w.cdKey.Name, d.LargestNode)
 		return r.failGate(ctx, w, workspacesv1.GPUReplicaTooLargeReason, msg)
+	case admission.OverLimits:
+		msg := fmt.Sprintf("The workspace asks for %d replica(s) of %d GPU(s) each, beyond what Apiary admits", req.Replicas, req.PerReplica)
+		return r.failGate(ctx, w, workspacesv1.InvalidResourcesReason, msg)
 	}
 	reason, msg := workspacesv1.WaitingForGPUCapacityReason,
 		fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q; %d currently free", req.Demand(), what, w.cdKey.Name, d.Free)

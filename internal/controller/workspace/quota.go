@@ -47,7 +47,7 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
 		return proceed, nil
 	}
-	req := quotaRequest(w, rec)
+	req := quota.AdmissionRequest(w.obj, rec)
 	charge := req.Charge(metav1.Now())
 	names := make([]string, 0, len(quotas))
 	var grows []*quotav1alpha1.TenantQuota

@@ -14,6 +14,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/k0rdentstatus"
+	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -82,12 +83,10 @@ func (r *Reconciler) resolveCluster(ctx context.Context, w *workspaceRun) (stepR
 // overrides and derives the GPU selector and demand the gate checks.
 func (r *Reconciler) resolveResources(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	w.resolved, w.selector, w.demand = plan.Resources(w.class, w.obj)
-	if pr := w.resolved.PerReplica; pr != nil && pr.GPUVendor != nil {
-		if _, err := gpu.ResourceFor(string(*pr.GPUVendor)); err != nil {
-			conditions.MarkFalse(w.obj, workspacesv1.ConfigResolvedCondition, workspacesv1.InvalidResourcesReason, "%s", err)
-			r.fail(ctx, w.obj, workspacesv1.InvalidResourcesReason, err.Error())
-			return stopWith(0), nil
-		}
+	if err := checkResources(w.resolved); err != nil {
+		conditions.MarkFalse(w.obj, workspacesv1.ConfigResolvedCondition, workspacesv1.InvalidResourcesReason, "%s", err)
+		r.fail(ctx, w.obj, workspacesv1.InvalidResourcesReason, err.Error())
+		return stopWith(0), nil
 	}
 	return proceed, nil
 }
@@ -101,4 +100,18 @@ func pending(obj *workspacesv1.WorkspaceDeployment, format string, args ...any) 
 // deployTimeout is the class's deployTimeout, 15m by default.
 func deployTimeout(class *workspacesv1.WorkspaceClass) time.Duration {
 	return plan.DeployTimeout(class)
+}
+
+// checkResources refuses resources Apiary cannot admit: amounts beyond its
+// bounds (whose products could overflow) and an unknown GPU vendor.
+func checkResources(res workspacesv1.WorkspaceResourceSpec) error {
+	if err := resources.Check(res); err != nil {
+		return err
+	}
+	if pr := res.PerReplica; pr != nil && pr.GPUVendor != nil {
+		if _, err := gpu.ResourceFor(string(*pr.GPUVendor)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
