@@ -49,7 +49,8 @@ func TestDefaultsAreHardened(t *testing.T) {
 			g.Expect(o.GetNamespace()).To(Equal(releaseNamespace), "%s %s", o.GetKind(), o.GetName())
 		}
 	}
-	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 1, "ClusterRoleBinding": 1,
+	// The manager's ClusterRole and the three tenant ClusterRoles.
+	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1,
 		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1}))
 
 	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
@@ -108,7 +109,7 @@ func TestRBACHasNoWildcards(t *testing.T) {
 	}
 }
 
-// TestClusterRoleMatchesGeneratedRBAC is the drift check: the chart's
+// TestClusterRoleMatchesGeneratedRBAC is the drift check: the manager's
 // ClusterRole carries exactly the rules controller-gen generates from the
 // controllers' markers into config/rbac/role.yaml.
 func TestClusterRoleMatchesGeneratedRBAC(t *testing.T) {
@@ -122,9 +123,7 @@ func TestClusterRoleMatchesGeneratedRBAC(t *testing.T) {
 
 	objs, err := render(loadChart(t), releaseName, releaseNamespace, nil)
 	g.Expect(err).NotTo(HaveOccurred())
-	roles := find(objs, "ClusterRole")
-	g.Expect(roles).To(HaveLen(1))
-	got := convert[rbacv1.ClusterRole](g, roles[0])
+	got := managerRole(g, objs)
 	g.Expect(got.Rules).To(Equal(want.Rules),
 		"charts/apiary/files/role.yaml differs from config/rbac/role.yaml: run `make manifests`")
 
@@ -149,7 +148,7 @@ func TestGitDeliveryRBACOnlyInGitMode(t *testing.T) {
 		objs, err := render(ch, releaseName, releaseNamespace, vals)
 		g.Expect(err).NotTo(HaveOccurred())
 		var out []rbacv1.PolicyRule
-		for _, r := range convert[rbacv1.ClusterRole](g, find(objs, "ClusterRole")[0]).Rules {
+		for _, r := range managerRole(g, objs).Rules {
 			for _, grp := range r.APIGroups {
 				if strings.HasSuffix(grp, ".toolkit.fluxcd.io") {
 					out = append(out, r)
@@ -161,7 +160,7 @@ func TestGitDeliveryRBACOnlyInGitMode(t *testing.T) {
 	g.Expect(fluxRules(nil)).To(BeEmpty())
 	objs, err := render(ch, releaseName, releaseNamespace, map[string]any{"delivery": map[string]any{"tenantGit": true}})
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(convert[rbacv1.ClusterRole](g, find(objs, "ClusterRole")[0]).Rules).To(ContainElement(
+	g.Expect(managerRole(g, objs).Rules).To(ContainElement(
 		rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"get", "list", "watch"}}))
 	g.Expect(convert[appsv1.Deployment](g, find(objs, "Deployment")[0]).Spec.Template.Spec.Containers[0].Args).To(
 		ContainElements("--delivery=direct", "--tenant-git=true"))
@@ -200,8 +199,9 @@ func TestOptionalObjects(t *testing.T) {
 	g.Expect(sm[0].GetLabels()).To(HaveKeyWithValue("release", "prom"))
 
 	objs, err = render(ch, releaseName, releaseNamespace, map[string]any{
-		"rbac": map[string]any{"create": false}, "serviceAccount": map[string]any{"create": false, "name": "existing"},
-		"metrics": map[string]any{"service": map[string]any{"enabled": false}},
+		"rbac": map[string]any{"create": false}, "tenantRBAC": map[string]any{"enabled": false},
+		"serviceAccount": map[string]any{"create": false, "name": "existing"},
+		"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "Service", "ServiceMonitor"} {

@@ -2,7 +2,9 @@
 // hardened Deployment whose arguments follow the values, refuses bad values
 // with messages naming the field, carries exactly the RBAC generated from the
 // controllers' markers, and that RBAC alone lets Apiary run the quick start
-// on a real API server.
+// on a real API server; its tenant ClusterRoles, aggregated into edit and
+// view, grant a tenant its workspaces and nothing Apiary or an administrator
+// writes.
 package chart
 
 import (

@@ -30,7 +30,7 @@ func TestMonitoringObjectsAreOffByDefault(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(BeEmpty())
 	g.Expect(find(objs, "PrometheusRule")).To(BeEmpty())
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1), "only the manager's")
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1+len(tenantRoleRules)), "only the manager's and the tenants'")
 }
 
 // TestKubeStateMetricsConfigAndRBAC: the ConfigMap carries the shipped
@@ -76,7 +76,7 @@ func TestKubeStateMetricsConfigAndRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(HaveLen(1))
 	g.Expect(find(objs, "ConfigMap")[0].GetNamespace()).To(Equal(releaseNamespace))
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1))
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1 + len(tenantRoleRules)))
 }
 
 // TestPrometheusRuleIsTheRuleFile: the PrometheusRule's spec is exactly

@@ -116,7 +116,7 @@ func installRBAC(t *testing.T, name, ns string, drop func(resource string) bool)
 		if o.GetKind() == "ServiceAccount" {
 			sa = o.GetName()
 		}
-		if o.GetKind() == "ClusterRole" && drop != nil {
+		if o.GetKind() == "ClusterRole" && strings.HasSuffix(o.GetName(), "-manager") && drop != nil {
 			dropResources(t, o, drop)
 		}
 		g.Expect(env.Client.Create(ctx, o)).To(Succeed(), "creating %s %s", o.GetKind(), o.GetName())
