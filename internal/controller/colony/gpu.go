@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 )
 
@@ -59,7 +59,7 @@ func (r *Reconciler) reconcileGPUInventory(ctx context.Context, obj *infrav1.Col
 	case len(failures) > 0:
 		sort.Strings(failures)
 		conditions.MarkFalse(obj, infrav1.GPUInventoryReadyCondition, infrav1.ScanFailedReason,
-			"could not read the nodes of %d clusters; keeping their last inventory: %s", len(failures), strings.Join(failures, "; "))
+			"could not read the nodes of %d clusters; keeping their last inventory: %s", len(failures), reconciler.Enumerate(failures, "; ", 5))
 	default:
 		conditions.MarkTrue(obj, infrav1.GPUInventoryReadyCondition, infrav1.InventoryScannedReason,
 			"GPU inventory of %d clusters is current", scanned)

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
@@ -64,7 +63,7 @@ func (r *Reconciler) reconcileKubeconfigs(ctx context.Context, obj *infrav1.Colo
 	if len(missing) > 0 {
 		sort.Strings(missing)
 		conditions.MarkFalse(obj, infrav1.KubeconfigsReadyCondition, infrav1.KubeconfigMissingReason,
-			"kubeconfig Secret not found for ready clusters: %s", strings.Join(missing, ", "))
+			"kubeconfig Secret not found for ready clusters: %s", reconciler.Enumerate(missing, ", ", 20))
 		return nil
 	}
 	conditions.MarkTrue(obj, infrav1.KubeconfigsReadyCondition, "KubeconfigsAggregated",

@@ -3,7 +3,6 @@ package colony
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,6 +10,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/render"
 )
@@ -63,7 +63,7 @@ func (r *Reconciler) renderClusters(ctx context.Context, obj *infrav1.Colony) *r
 		out.clusters = append(out.clusters, rc)
 	}
 	if len(out.failed) > 0 {
-		msg := strings.Join(out.failed, "; ")
+		msg := reconciler.Enumerate(out.failed, "; ", 5)
 		conditions.MarkFalse(obj, commonv1.RenderedCondition, commonv1.RenderFailedReason, "%s", msg)
 	} else {
 		conditions.MarkTrue(obj, commonv1.RenderedCondition, commonv1.SucceededReason, "%d clusters rendered", len(out.clusters))

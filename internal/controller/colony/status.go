@@ -84,15 +84,15 @@ func (r *Reconciler) observeClusters(obj *infrav1.Colony, rc *renderedColony, cd
 		cd, exists := cds[c.cdName]
 		switch {
 		case c.err != nil:
-			st.Reason, st.Message = commonv1.RenderFailedReason, c.err.Error()
+			st.Reason, st.Message = commonv1.RenderFailedReason, reconciler.Truncate(c.err.Error(), maxClusterMessage)
 		case rc.applyErr != nil && strings.Contains(rc.applyErr.Error(), c.cdName):
-			st.Reason, st.Message = commonv1.DeliveryFailedReason, applyErrorFor(rc.applyErr, c.cdName)
+			st.Reason, st.Message = commonv1.DeliveryFailedReason, reconciler.Truncate(applyErrorFor(rc.applyErr, c.cdName), maxClusterMessage)
 		case !exists:
 			st.Reason, st.Message = "Pending", "ClusterDeployment does not exist yet"
 		default:
 			s := k0rdentstatus.ClusterDeploymentState(cd)
 			st.Ready = s.Phase == k0rdentstatus.PhaseReady
-			st.Reason, st.Message = string(s.Phase), s.Message
+			st.Reason, st.Message = string(s.Phase), reconciler.Truncate(s.Message, maxClusterMessage)
 			if s.Phase == k0rdentstatus.PhaseFailed {
 				st.Reason = infrav1.ClusterFailedReason
 			}
@@ -124,6 +124,10 @@ func applyErrorFor(err error, name string) string {
 	return err.Error()
 }
 
+// maxClusterMessage bounds the message of one cluster of a Colony's status,
+// which may hold a thousand of them.
+const maxClusterMessage = 256
+
 // summarizeClusters sets the phase and the ClustersReady condition.
 func summarizeClusters(obj *infrav1.Colony, rc *renderedColony) {
 	var failed, notReady []string
@@ -151,9 +155,9 @@ func summarizeClusters(obj *infrav1.Colony, rc *renderedColony) {
 		if ready == 0 && len(notReady) == 0 {
 			obj.Status.Phase = infrav1.ColonyPhaseFailed
 		}
-		msg := fmt.Sprintf("%d/%d clusters ready. Failed: [%s]", ready, total, strings.Join(failed, "; "))
+		msg := fmt.Sprintf("%d/%d clusters ready. Failed: [%s]", ready, total, reconciler.Enumerate(failed, "; ", 5))
 		if len(notReady) > 0 {
-			msg += fmt.Sprintf(". Not ready: [%s]", strings.Join(notReady, ", "))
+			msg += fmt.Sprintf(". Not ready: [%s]", reconciler.Enumerate(notReady, ", ", 20))
 		}
 		conditions.MarkFalse(obj, infrav1.ClustersReadyCondition, infrav1.ClusterFailedReason, "%s", msg)
 		conditions.MarkStalled(obj, infrav1.ClusterFailedReason, "%s", msg)
@@ -163,7 +167,7 @@ func summarizeClusters(obj *infrav1.Colony, rc *renderedColony) {
 			obj.Status.Phase = infrav1.ColonyPhasePending
 		}
 		conditions.MarkFalse(obj, infrav1.ClustersReadyCondition, infrav1.NotAllClustersReadyReason,
-			"%d out of %d clusters are ready. Not ready clusters: [%s]", ready, total, strings.Join(notReady, ", "))
+			"%d out of %d clusters are ready. Not ready clusters: [%s]", ready, total, reconciler.Enumerate(notReady, ", ", 20))
 		conditions.Delete(obj, commonv1.StalledCondition)
 	default:
 		obj.Status.Phase = infrav1.ColonyPhaseReady

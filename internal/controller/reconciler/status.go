@@ -59,6 +59,7 @@ type StatusObject interface {
 // observedGeneration moves only when the object is Ready or Stalled (always,
 // with alwaysObserve). A deleted object that is gone is not an error.
 func PatchStatus(ctx context.Context, p *Patcher, obj StatusObject, alwaysObserve bool) error {
+	boundConditions(obj)
 	observe := alwaysObserve || conditions.IsReady(obj) || conditions.IsStalled(obj)
 	err := p.Patch(ctx, obj, observe)
 	if err != nil && apierrors.IsNotFound(err) && !obj.GetDeletionTimestamp().IsZero() {

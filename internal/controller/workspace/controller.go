@@ -130,6 +130,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	// The shard acts: a wait it reported is over.
 	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
+		obj.Status.Message = reconciler.Truncate(obj.Status.Message, reconciler.MaxConditionMessage)
 		status.Summarize(obj, retErr)
 		patchErr := reconciler.PatchStatus(ctx, sp, obj, false)
 		if patchErr != nil {

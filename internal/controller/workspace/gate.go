@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -16,6 +15,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -135,7 +135,7 @@ func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admis
 			req.PerReplica, what, w.cdKey.Name, req.Replicas, d.Free, d.Largest)
 	case admission.Queued:
 		reason = workspacesv1.WaitingBehindOlderReason
-		msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs on the same nodes of cluster %q: %s", w.cdKey.Name, strings.Join(d.Ahead, ", "))
+		msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs on the same nodes of cluster %q: %s", w.cdKey.Name, reconciler.Enumerate(d.Ahead, ", ", 5))
 	}
 	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)

@@ -3,13 +3,13 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 )
 
 // reconcilePrerequisites installs the class's prerequisites once per child
@@ -55,17 +55,17 @@ func (r *Reconciler) reconcilePrerequisites(ctx context.Context, w *workspaceRun
 	obj.Status.Prerequisites = statuses
 	switch worst {
 	case prerequisites.Conflict:
-		msg := strings.Join(failures, "; ")
+		msg := reconciler.Enumerate(failures, "; ", 5)
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, conflictReason, "%s", msg)
 		r.fail(ctx, obj, conflictReason, msg)
 		return stopWith(0), nil
 	case prerequisites.Failed:
-		msg := strings.Join(failures, "; ")
+		msg := reconciler.Enumerate(failures, "; ", 5)
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.PrerequisitesNotReadyReason, "%s", msg)
 		r.fail(ctx, obj, workspacesv1.PrerequisitesNotReadyReason, msg)
 		return stopWith(0), nil
 	case prerequisites.Installing:
-		msg := fmt.Sprintf("Installing %d/%d prerequisites: %s", len(notReady), len(statuses), strings.Join(notReady, ", "))
+		msg := fmt.Sprintf("Installing %d/%d prerequisites: %s", len(notReady), len(statuses), reconciler.Enumerate(notReady, ", ", 10))
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.InstallingPrerequisitesReason, "%s", msg)
 		obj.Status.Phase = workspacesv1.PhaseInstallingPrerequisites
 		obj.Status.Message = msg

@@ -17,6 +17,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
@@ -63,7 +64,7 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 			return stopWith(0), err
 		}
 		if len(ahead) > 0 {
-			msg := fmt.Sprintf("Waiting behind older workspace(s) waiting for room in the same TenantQuota: %s", strings.Join(ahead, ", "))
+			msg := fmt.Sprintf("Waiting behind older workspace(s) waiting for room in the same TenantQuota: %s", reconciler.Enumerate(ahead, ", ", 5))
 			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
 		}
 	}

@@ -114,8 +114,8 @@ func (n *Namespaces) Ensure(ctx context.Context, obj *workspacesv1.WorkspaceDepl
 	case !ns.DeletionTimestamp.IsZero():
 		return wait(5*time.Second, false, "Waiting for workspace namespace %q on the child cluster to finish terminating", name), nil
 	}
-	if owner, labelled := ns.Labels[plan.WorkspaceOwnerNamespaceLabel]; labelled && owner != naming.LabelValue(obj.Namespace) {
-		return Outcome{Conflict: true, Message: fmt.Sprintf("namespace %q on the child cluster belongs to a workspace in namespace %q", name, owner)}, nil
+	if msg := notOurs(ns, obj); msg != "" {
+		return Outcome{Conflict: true, Message: msg}, nil
 	}
 	// A namespace the exalsius operator created for this workspace is
 	// adopted: it gets Apiary's labels too.
@@ -161,6 +161,27 @@ func (n *Namespaces) Delete(ctx context.Context, obj *workspacesv1.WorkspaceDepl
 		return fmt.Errorf("deleting namespace %s on %s: %w", ns.Name, cd, err)
 	}
 	return nil
+}
+
+// notOurs says why an existing namespace is not the workspace's, "" when
+// it is. A workspace's namespace carries its mark, the label
+// workspaces.exalsius.ai/workspace=<name>, which Apiary and the exalsius
+// operator both set; Apiary's also names the workspace's namespace. An
+// unmarked namespace is someone else's (a tenant's, another controller's):
+// it is neither adopted nor relabelled nor, later, deleted.
+func notOurs(ns *corev1.Namespace, obj *workspacesv1.WorkspaceDeployment) string {
+	mark, marked := ns.Labels[plan.WorkspaceLabel]
+	switch {
+	case !marked:
+		return fmt.Sprintf("namespace %q already exists on the child cluster without the label %s=%s of a workspace's namespace; "+
+			"it is not adopted: delete it, or choose another workspace name", ns.Name, plan.WorkspaceLabel, obj.Name)
+	case mark != obj.Name:
+		return fmt.Sprintf("namespace %q on the child cluster belongs to workspace %q", ns.Name, mark)
+	}
+	if owner, labelled := ns.Labels[plan.WorkspaceOwnerNamespaceLabel]; labelled && owner != naming.LabelValue(obj.Namespace) {
+		return fmt.Sprintf("namespace %q on the child cluster belongs to a workspace in namespace %q", ns.Name, owner)
+	}
+	return ""
 }
 
 // Forget drops what is remembered of a workspace.
