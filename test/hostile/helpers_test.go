@@ -1,0 +1,105 @@
+package hostile_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// labelNamespace sets a namespace's labels.
+func labelNamespace(t *testing.T, ns string, labels map[string]string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.Labels = labels
+	if err := env.Client.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tenantKubeconfig is the child's kubeconfig as a tenant rewrote it:
+// mutate changes its current cluster and user.
+func tenantKubeconfig(t *testing.T, mutate func(*clientcmdapi.Cluster, *clientcmdapi.AuthInfo)) []byte {
+	t.Helper()
+	data, err := child.Kubeconfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.Load(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cfg.Contexts[cfg.CurrentContext]
+	mutate(cfg.Clusters[ctx.Cluster], cfg.AuthInfos[ctx.AuthInfo])
+	out, err := clientcmd.Write(*cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// readyClusterWithKubeconfig creates a ready ClusterDeployment of ns whose
+// kubeconfig Secret holds the tenant-written kubeconfig stored under key.
+func readyClusterWithKubeconfig(t *testing.T, ns, name, key string) string {
+	t.Helper()
+	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
+	cd.Annotations = map[string]string{annotationKubeconfig: key}
+	managertest.CreateReady(t, env.Client, cd)
+	return name
+}
+
+// makeFIFO makes a named pipe: a process that opens it to read blocks
+// until a writer comes.
+func makeFIFO(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "token")
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// watchFIFO checks, until the returned stop is called, whether any
+// process opens the FIFO for reading: a writer's non-blocking open
+// succeeds only then. stop reports whether one did.
+func watchFIFO(t *testing.T, path string) (stop func() bool) {
+	t.Helper()
+	done := make(chan struct{})
+	opened := make(chan bool, 1)
+	go func() {
+		seen := false
+		defer func() { opened <- seen }()
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0)
+			if err == nil {
+				seen = true
+				_ = f.Close()
+				continue
+			}
+			if !errors.Is(err, syscall.ENXIO) {
+				t.Errorf("probing the FIFO: %v", err)
+				return
+			}
+		}
+	}()
+	return func() bool { close(done); return <-opened }
+}

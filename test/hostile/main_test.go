@@ -1,0 +1,175 @@
+// Package hostile_test plays a hostile tenant against the real manager: a
+// process of its own built from this repository, run against a management
+// control plane with the k0rdent stand-in and a child control plane. A
+// tenant may write WorkspaceDeployments, Secrets and ConfigMaps in its
+// namespaces and the kubeconfig Secret of a cluster it owns; each test is
+// one thing such a tenant tried (the numbered items of docs/security.md) and
+// what it must not reach. When the suite ends, the manager must never have
+// panicked or exited, and its peak resident memory is printed.
+package hostile_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+const timeout = 60 * time.Second
+
+// annotationKubeconfig on a ClusterDeployment names the entry of
+// kubeconfigs that the stand-in writes as its <cd>-kubeconfig Secret, as a
+// tenant owning the cluster could.
+const annotationKubeconfig = "test.apiary.dev/tenant-kubeconfig"
+
+var (
+	env, child *testenv.Environment
+	// kubeconfigs are the tenant-written kubeconfigs, by name.
+	kubeconfigs sync.Map
+	// manager is the Apiary process.
+	manager *managertest.Process
+	workDir string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	fail := func(what string, err error) int {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
+		return 1
+	}
+	var err error
+	if workDir, err = os.MkdirTemp("", "apiary-hostile-"); err != nil {
+		return fail("creating a folder", err)
+	}
+	defer func() { _ = os.RemoveAll(workDir) }()
+	binary, err := managertest.BuildManager(workDir)
+	if err != nil {
+		return fail("building", err)
+	}
+	clusters, err := managertest.StartClusters(func(si *standin.StandIn) {
+		normal := si.KubeconfigFor
+		si.KubeconfigFor = func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
+			if name := cd.Annotations[annotationKubeconfig]; name != "" {
+				if v, ok := kubeconfigs.Load(name); ok {
+					return v.([]byte)
+				}
+			}
+			return normal(cd)
+		}
+	})
+	if err != nil {
+		return fail("starting the clusters", err)
+	}
+	defer clusters.Stop()
+	env, child = clusters.Management, clusters.Child
+	admin, err := env.Kubeconfig()
+	if err != nil {
+		return fail("management kubeconfig", err)
+	}
+	kubeconfig := filepath.Join(workDir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
+		return fail("writing the kubeconfig", err)
+	}
+	manager, err = managertest.StartProcess(binary, filepath.Join(workDir, "manager.log"),
+		"--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--crd-check-interval=1s", "--gpu-inventory-interval=1m", "--leader-elect=false",
+		"--child-server-https-only")
+	if err != nil {
+		return fail("starting the manager", err)
+	}
+	code := m.Run()
+	exited := manager.Exited()
+	peak := manager.PeakRSS()
+	log := manager.Stop()
+	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB\n", float64(peak)/(1<<20))
+	if line := managertest.Panicked(log); line != "" {
+		fmt.Fprintf(os.Stderr, "the manager panicked: %s\n", line)
+		code = 1
+	}
+	if exited != nil {
+		fmt.Fprintln(os.Stderr, exited)
+		code = 1
+	}
+	if code != 0 {
+		_ = os.WriteFile(filepath.Join(os.TempDir(), "apiary-hostile-manager.log"), []byte(log), 0o644)
+		fmt.Fprintf(os.Stderr, "the manager's log: %s\n", filepath.Join(os.TempDir(), "apiary-hostile-manager.log"))
+	}
+	return code
+}
+
+// tenant makes a namespace with a ready ClusterDeployment c1 and the
+// templates "tpl", "cred" and "tmpl".
+func tenant(t *testing.T, prefix string) string {
+	t.Helper()
+	ns := env.NewNamespace(t, prefix)
+	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	return ns
+}
+
+// class creates a WorkspaceClass of ns's template "tmpl".
+func class(t *testing.T, ns string, mutate func(*workspacesv1.WorkspaceClass)) string {
+	t.Helper()
+	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
+		DisplayName: "class", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	if mutate != nil {
+		mutate(c)
+	}
+	create(t, c)
+	return c.Name
+}
+
+// workspace is a workspace of a class on a cluster of ns, not created yet.
+func workspace(ns, name, cls, cluster string) *workspacesv1.WorkspaceDeployment {
+	return &workspacesv1.WorkspaceDeployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: cls,
+			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cluster, Namespace: ns}},
+	}
+}
+
+// create creates an object on the management cluster and deletes it when
+// the test ends (a workspace: waits until it is gone).
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := env.Client.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+	t.Cleanup(func() {
+		if w, ok := obj.(*workspacesv1.WorkspaceDeployment); ok {
+			managertest.DeleteAndWait(t, env.Client, w)
+			return
+		}
+		_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), obj))
+	})
+}
+
+// get reads a workspace.
+func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	out := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
+	return out
+}
+
+// condition returns a condition of a workspace, nil when absent.
+func condition(w *workspacesv1.WorkspaceDeployment, t string) *metav1.Condition {
+	for i := range w.Status.Conditions {
+		if w.Status.Conditions[i].Type == t {
+			return &w.Status.Conditions[i]
+		}
+	}
+	return nil
+}
