@@ -84,6 +84,9 @@ func main() {
 	flag.DurationVar(&opts.PrerequisiteGracePeriod, "prerequisite-grace-period", 0,
 		"How long a shared prerequisite that no workspace of its cluster needs any more is kept before it is removed; "+
 			"0 (the default) keeps it forever.")
+	flag.StringVar(&opts.ValuesFromServiceAccount, "values-from-service-account", "",
+		"Read workspaces' valuesFrom Secrets and ConfigMaps as this ServiceAccount of the workspace's namespace "+
+			"(impersonation); empty reads them with the manager's own rights.")
 	flag.StringVar(&opts.WorkspaceGatewayName, "workspace-gateway-name", "istio-ingressgateway",
 		"The tenant Gateway on regional clusters that workspace access routes attach to.")
 	flag.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	"github.com/apiaryhq/apiary/internal/admission"
@@ -29,6 +30,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/workspaceclass"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
+	"github.com/apiaryhq/apiary/internal/impersonate"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	prerequisites "github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
@@ -77,6 +79,9 @@ type Config struct {
 	Policy admission.Policy
 	// PrerequisiteGracePeriod, when set, removes unused prerequisite installs.
 	PrerequisiteGracePeriod time.Duration
+	// ValuesFromServiceAccount, when set, makes workspaces' valuesFrom
+	// objects be read as this ServiceAccount of their namespace.
+	ValuesFromServiceAccount string
 	// ClusterWide runs the controllers that are not per cluster
 	// (WorkspaceClass, TenantQuota, the Git regional routes): shard 0, or
 	// the only process.
@@ -117,6 +122,11 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	bundles := &render.Resolver{Registry: d.Bundles, Cached: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	installs := &prerequisites.Writes{}
 	ledger := &quota.Ledger{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	var valuesReader client.Reader // the API reader
+	if c.ValuesFromServiceAccount != "" {
+		valuesReader = &impersonate.Reader{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+			Name: c.ValuesFromServiceAccount}
+	}
 	var sweeper *routesink.Sweeper
 	if d.Children != nil && d.Routes != nil {
 		sweeper = routesink.NewSweeper(mgr.GetClient(), d.Routes, d.Children)
@@ -152,6 +162,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 				Bundles: bundles, Sink: d.Sink, SyncReader: mgr.GetCache(), Children: d.Children,
 				NoCrossNamespaceRefs: c.NoCrossNamespaceRefs, Settings: d.Settings, Gateway: c.Gateway, RouteSinks: d.Routes,
 				Mesh: c.Mesh, Ledger: ledger, Policy: c.Policy, Shards: d.Shards, Installs: installs, Sweeper: sweeper,
+				ValuesReader: valuesReader,
 			}).SetupWithManager(mgr, workspace.Options{MaxConcurrentReconciles: c.WorkspaceWorkers})
 		},
 	})

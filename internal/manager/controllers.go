@@ -25,6 +25,8 @@ func (d *deps) controllers(mgr ctrl.Manager, opts Options) ([]controllerSetup, e
 		Policy:                  opts.GPUQueueing,
 		PrerequisiteGracePeriod: opts.PrerequisiteGracePeriod,
 		ClusterWide:             opts.clusterWide(),
+
+		ValuesFromServiceAccount: opts.ValuesFromServiceAccount,
 	})
 	if err != nil {
 		return nil, err

@@ -101,6 +101,11 @@ type Options struct {
 	// object it did not deliver (internal/adopt): the exalsius operator's
 	// "manager" by default in main.go; none when empty.
 	AdoptFieldManagers []string
+	// ValuesFromServiceAccount, when set, makes workspaces' valuesFrom
+	// Secrets and ConfigMaps be read as this ServiceAccount of the
+	// workspace's namespace, so that a tenant reads through Apiary only
+	// what that ServiceAccount may read (docs/security.md).
+	ValuesFromServiceAccount string
 	// Shard splits the work between replicas (internal/shard); off when
 	// Shard.Shards ≤ 1. With sharding, leader election is on and its Lease
 	// is the shard's, shard.LeaseName(Shard.Index).

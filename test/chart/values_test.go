@@ -27,7 +27,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--workspace-mesh-mode=ambient", "--workspace-waypoint-enabled=true", "--workspace-waypoint-namespace=istio-system",
 			"--adopt-field-managers=manager", "--child-server-https-only=true"},
 		notWant: []string{"--bundle-dir", "--gpu-inventory-interval", "--crd-check-interval", "--prerequisite-grace-period",
-			"--child-server-allow"},
+			"--child-server-allow", "--values-from-service-account"},
 	}, {
 		name: "every knob",
 		vals: map[string]any{
@@ -46,6 +46,8 @@ func TestArgsFollowValues(t *testing.T) {
 				"allowedServers": []any{"api.example.com", "*.child.example", "10.0.0.0/8", "fd00::/8", "192.168.1.7"}},
 			// Unused prerequisites are removed after a day.
 			"prerequisiteGracePeriod": "24h",
+			// valuesFrom objects are read as each namespace's "apiary-values".
+			"valuesFrom": map[string]any{"serviceAccount": "apiary-values"},
 			// Fields of two client-side writers are taken over.
 			"adoption": map[string]any{"fieldManagers": []any{"manager", "exalsius-operator"}},
 			"bundles": map[string]any{"dir": "/etc/apiary/bundles", "configMap": map[string]any{
@@ -59,7 +61,7 @@ func TestArgsFollowValues(t *testing.T) {
 			"--health-probe-bind-address=:9091", "--colony-concurrency=1", "--workspaceclass-concurrency=3",
 			"--workspacedeployment-concurrency=16", "--tenantquota-concurrency=5", "--gpu-queueing-policy=BestEffortFIFO",
 			"--no-cross-namespace-refs=false", "--gpu-inventory-interval=2m30s", "--crd-check-interval=5s", "--bundle-dir=/etc/apiary/bundles",
-			"--prerequisite-grace-period=24h", "--adopt-field-managers=manager,exalsius-operator",
+			"--prerequisite-grace-period=24h", "--values-from-service-account=apiary-values", "--adopt-field-managers=manager,exalsius-operator",
 			"--child-server-https-only=false", "--child-server-allow=api.example.com,*.child.example,10.0.0.0/8,fd00::/8,192.168.1.7",
 			"--zap-log-level=debug", "--zap-encoder=console", "--zap-stacktrace-level=panic"},
 		check: func(g Gomega, d *appsv1.Deployment) {

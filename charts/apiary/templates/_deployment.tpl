@@ -87,6 +87,9 @@ spec:
             {{- with .Values.childClusters.allowedServers }}
             - --child-server-allow={{ join "," . }}
             {{- end }}
+            {{- with .Values.valuesFrom.serviceAccount }}
+            - --values-from-service-account={{ . }}
+            {{- end }}
             {{- with .Values.prerequisiteGracePeriod }}
             - --prerequisite-grace-period={{ . }}
             {{- end }}

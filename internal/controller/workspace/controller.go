@@ -49,6 +49,9 @@ type Reconciler struct {
 	// APIReader reads what the manager does not cache: values Secrets and
 	// ConfigMaps, and events for failure forensics.
 	APIReader     client.Reader
+	// ValuesReader reads valuesFrom Secrets and ConfigMaps; APIReader when
+	// nil (see --values-from-service-account).
+	ValuesReader client.Reader
 	EventRecorder events.EventRecorder
 	// Bundles resolves bundles: by name, or from a ConfigMap.
 	Bundles *render.Resolver

@@ -51,7 +51,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r.stores = newStores()
 	r.prerequisites = &prerequisites.Installer{Reader: r.Client, EventRecorder: r.EventRecorder, Bundles: r.Bundles,
 		Sink: r.Sink, Settings: r.Settings, Installs: r.Installs}
-	r.desired = &desired.Renderer{Reader: r.Client, APIReader: r.APIReader, Bundles: r.Bundles, Settings: r.Settings, Scheme: r.Scheme()}
+	values := r.ValuesReader
+	if values == nil {
+		values = r.APIReader
+	}
+	r.desired = &desired.Renderer{Reader: r.Client, APIReader: values, Bundles: r.Bundles, Settings: r.Settings, Scheme: r.Scheme()}
 	r.namespaces = &childns.Namespaces{Children: r.Children, Mesh: r.Mesh}
 	r.routing = &routing.Router{Client: r.Client, Children: r.Children, Sinks: r.RouteSinks, Bundles: r.Bundles,
 		Settings: r.Settings, Gateway: r.Gateway, Mesh: r.Mesh, SyncReader: r.SyncReader, Ports: access.NewLedger(),
