@@ -86,6 +86,9 @@ func (r *renderer) resolve(d input[*workspacesv1.WorkspaceDeployment]) (*workspa
 	if err := values.ValidateFields(class.obj.Spec.UserFacingConfig); err != nil {
 		errs = append(errs, w.badClass("spec.userFacingConfig", err.Error()))
 	}
+	for _, p := range plan.CheckClassValues(class.obj) {
+		errs = append(errs, w.badClass(p.Field, p.Message))
+	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -74,6 +74,12 @@ const (
 // cannot admit: an unknown GPU vendor, or amounts beyond its bounds.
 const InvalidResourcesReason = "InvalidResources"
 
+// ReservedValuesReason (Apiary's) fails a workspace whose values, inline or
+// from a valuesFrom object, set a key under _exalsius, and invalidates a
+// class whose defaultValues or userFacingConfig do: what a chart reads there
+// is the resources and placement Apiary admitted and charged.
+const ReservedValuesReason = "ReservedValues"
+
 // PrerequisiteVersionConflictReason (Apiary's) fails a workspace whose
 // class's versionConstraint excludes the version that the cluster's shared
 // install of a prerequisite runs: a newer class upgraded it, and Apiary never

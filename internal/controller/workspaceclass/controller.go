@@ -76,7 +76,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 }
 
 // validate sets status.valid and the Ready condition from the class's
-// ServiceTemplates and injection paths.
+// ServiceTemplates, injection paths and reserved values.
 func (r *Reconciler) validate(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
 	setValid := func(valid bool, reason, msg string) {
 		obj.Status.Valid, obj.Status.ValidationError = valid, ""
@@ -93,6 +93,16 @@ func (r *Reconciler) validate(ctx context.Context, obj *workspacesv1.WorkspaceCl
 	if err := errors.Join(values.ValidateInjection(obj.Spec.ResourceInjection), values.ValidateFields(obj.Spec.UserFacingConfig)); err != nil {
 		setValid(false, workspacesv1.InvalidResourceInjectionReason, err.Error())
 		conditions.MarkStalled(obj, workspacesv1.InvalidResourceInjectionReason, "%s", err)
+		return nil
+	}
+	if problems := plan.CheckClassValues(obj); len(problems) > 0 {
+		msgs := make([]string, len(problems))
+		for i, p := range problems {
+			msgs[i] = p.Error()
+		}
+		msg := strings.Join(msgs, "; ")
+		setValid(false, problems[0].Reason, msg)
+		conditions.MarkStalled(obj, problems[0].Reason, "%s", msg)
 		return nil
 	}
 	conditions.Delete(obj, commonv1.StalledCondition)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -139,9 +138,17 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 	if err != nil {
 		return nil, &FieldError{Field: "spec.defaultValues of the class", Reason: workspacesv1.ValuesInvalidReason, Message: err.Error()}
 	}
+	if path, ok := values.ReservedPath(classValues); ok {
+		// A class the controller validated before it refused such values.
+		return nil, reservedError("spec.defaultValues of the class", "WorkspaceClass "+class.Name, path)
+	}
+	classValues = values.MarkVerbatim(classValues)
 	userValues, err := JSONToMap(obj.Spec.Values)
 	if err != nil {
 		return nil, &FieldError{Field: "spec.values", Reason: workspacesv1.ValuesInvalidReason, Message: err.Error()}
+	}
+	if path, ok := values.ReservedPath(userValues); ok {
+		return nil, reservedError("spec.values", "the inline values", path)
 	}
 	public, secret, err := values.SplitSecrets(values.MergeValues(classValues, userValues), class.Spec.UserFacingConfig)
 	if err != nil {
@@ -170,6 +177,10 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 		merged, err := values.MergeFrom(*target, content, ref.TargetPath)
 		if err != nil {
 			return nil, &FieldError{Field: field, Reason: workspacesv1.ValuesInvalidReason, Message: err.Error()}
+		}
+		// Neither tree held a reserved key before: this source set it.
+		if path, ok := values.ReservedPath(merged); ok {
+			return nil, reservedError(field, fmt.Sprintf("%s %s (key %q)", ref.Kind, ref.Name, ValuesKey(ref)), path)
 		}
 		*target = merged
 	}
@@ -213,12 +224,11 @@ func ServiceSetRequest(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Wor
 	}
 	var valuesSecret any
 	if len(v.Secret) > 0 {
-		doc, err := yaml.Marshal(v.Secret)
+		doc, err := values.MarshalSecret(v.Secret)
 		if err != nil {
-			// The encoder's message could quote a secret value.
-			return render.Request{}, errors.New("encoding the secret values failed")
+			return render.Request{}, err // never quotes a value
 		}
-		valuesSecret = map[string]any{"name": ValuesSecretName(clusterName, obj.Name), "values": string(doc)}
+		valuesSecret = map[string]any{"name": ValuesSecretName(clusterName, obj.Name), "values": doc}
 	}
 	labels := make(map[string]any, len(obj.Labels))
 	for k, val := range obj.Labels {
@@ -275,7 +285,8 @@ func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.Prer
 	if err != nil {
 		return render.Request{}, fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
 	}
-	valuesJSON, err := values.Marshal(vals)
+	// The class administrator's values: templates stay templates.
+	valuesJSON, err := values.Marshal(values.MarkVerbatim(vals))
 	if err != nil {
 		return render.Request{}, fmt.Errorf("values of prerequisite %q: %w", tmpl, err)
 	}

@@ -33,24 +33,31 @@ type GPUPlacement struct {
 }
 
 // Overwrite is a user value at a resourceInjection path that the operator
-// replaced.
+// replaced, or removed because the workspace resolves no value for the field.
 type Overwrite struct {
 	// Path is the injection path as the class writes it.
 	Path string
 	// Field is the resource field injected there, by its JSON name:
 	// replicas, cpu, memory, storage, gpuCount, gpuVendor or gpuType.
 	Field string
+	// Removed says that the value was removed, not replaced: the field
+	// resolved to nothing, and a chart reads no user-chosen amount there.
+	Removed bool
 }
 
 // String is the exalsius warning: operator overwrote spec.values.<path>
 // (<field>) — use spec.resources.perReplica.<field> instead (or
-// spec.resources.replicas).
+// spec.resources.replicas); "removed" instead of "overwrote" for a removal.
 func (o Overwrite) String() string {
 	use := "spec.resources.perReplica." + o.Field
 	if o.Field == "replicas" {
 		use = "spec.resources.replicas"
 	}
-	return fmt.Sprintf("operator overwrote spec.values.%s (%s) — use %s instead", o.Path, o.Field, use)
+	verb := "overwrote"
+	if o.Removed {
+		verb = "removed"
+	}
+	return fmt.Sprintf("operator %s spec.values.%s (%s) — use %s instead", verb, o.Path, o.Field, use)
 }
 
 // InjectResult reports what Inject replaced.
@@ -104,22 +111,29 @@ func injectFields(m *workspacesv1.ResourceInjectionMap) []injectField {
 // (placement.NodeSelector, when non-empty). Each field's class resourceInjection
 // paths receive the same value.
 //
-// Operator values always win. Every user value (non-nil and different) at
-// a resourceInjection path that gets replaced is reported in the result;
-// replacements under _exalsius are not, as in the exalsius operator:
-// _exalsius is the operator's own namespace, which a user has no business
-// writing, and its content is defined by the operator alone.
+// Operator values always win, and a chart reads at the standard paths and
+// the injection paths exactly what was resolved: a field that resolves to
+// nothing removes the value at its injection paths. Every user value
+// (non-nil and different) that gets replaced or removed at a
+// resourceInjection path outside _exalsius is reported in the result.
 //
-// The injection map must pass ValidateInjection; otherwise Inject returns
-// its error and writes nothing (the class controller rejects such classes
-// up front, so this is a bug or a race, never a silent skip). A nil values
-// map is an error too.
+// values must hold nothing under ReservedKey: _exalsius is the operator's
+// own namespace, and its content is what was admitted and charged. Inject
+// refuses such values with an error wrapping ErrReserved (callers refuse
+// them first, naming their source). The injection map must pass
+// ValidateInjection; otherwise Inject returns its error (the class
+// controller rejects such classes up front, so this is a bug or a race,
+// never a silent skip). A nil values map is an error too. Inject writes
+// nothing when it returns an error.
 func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, placement GPUPlacement, injection *workspacesv1.ResourceInjectionMap) (InjectResult, error) {
 	var res InjectResult
 	if values == nil {
 		return res, errors.New("cannot inject resources into nil values")
 	}
 	if err := ValidateInjection(injection); err != nil {
+		return res, err
+	}
+	if err := CheckReserved(values); err != nil {
 		return res, err
 	}
 	per := resolved.PerReplica
@@ -184,11 +198,16 @@ func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, 
 	// other (ValidateInjection), so what they displace is the user's.
 	for _, f := range fields {
 		v, ok := fieldValue[f.name]
-		if !ok {
-			continue
-		}
 		for _, p := range f.paths {
 			segs, _ := ParsePath(string(p)) // validated above
+			if !ok {
+				// Nothing resolved: no user-chosen amount stays where the
+				// chart reads this field.
+				if prev, removed := deleteLeaf(values, segs); removed && prev != nil {
+					res.Overwritten = append(res.Overwritten, Overwrite{Path: string(p), Field: f.name, Removed: true})
+				}
+				continue
+			}
 			prev, existed := SetPath(values, segs, v)
 			if existed && prev != nil && segs[0] != ReservedKey && !sameValue(prev, v) {
 				res.Overwritten = append(res.Overwritten, Overwrite{Path: string(p), Field: f.name})
@@ -196,6 +215,25 @@ func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, 
 		}
 	}
 	return res, nil
+}
+
+// deleteLeaf removes the value at path from values, keeping the maps on the
+// way; it returns the value and whether there was one.
+func deleteLeaf(values map[string]any, path []string) (any, bool) {
+	if len(path) == 0 {
+		return nil, false
+	}
+	parent := values
+	if len(path) > 1 {
+		p, ok := LookupPath(values, path[:len(path)-1])
+		if parent, ok = p.(map[string]any); !ok {
+			return nil, false
+		}
+	}
+	last := path[len(path)-1]
+	prev, ok := parent[last]
+	delete(parent, last)
+	return prev, ok
 }
 
 // quantityString returns q.String() without touching q: String caches

@@ -31,6 +31,7 @@ func TestInject(t *testing.T) {
 		injection       string
 		want            string
 		wantOverwritten []Overwrite
+		wantErr         string
 	}{
 		{
 			name:     "the standard paths are always set",
@@ -44,16 +45,28 @@ func TestInject(t *testing.T) {
 			want:     `{"_exalsius":{"resources":{"replicas":1,"perReplica":{"cpu":"500m","memory":"1Gi"}}}}`,
 		},
 		{
-			name:     "user values elsewhere are kept; user values at the standard paths are replaced silently",
-			values:   `{image: {tag: "1"}, _exalsius: {resources: {replicas: 9, extra: kept}}}`,
+			name:     "user values elsewhere are kept",
+			values:   `{image: {tag: "1"}, resources: {gpus: 8}}`,
 			resolved: `{replicas: 1}`,
-			want:     `{"image":{"tag":"1"},"_exalsius":{"resources":{"replicas":1,"extra":"kept"}}}`,
+			want:     `{"image":{"tag":"1"},"resources":{"gpus":8},"_exalsius":{"resources":{"replicas":1}}}`,
 		},
 		{
-			name:     "a non-map user _exalsius is replaced",
+			name:     "user values under _exalsius are refused, naming the first path",
+			values:   `{_exalsius: {scheduling: {nodeSelector: {a: b}}, resources: {perReplica: {gpuCount: 8}}}}`,
+			resolved: `{replicas: 1}`,
+			wantErr:  "_exalsius.resources.perReplica.gpuCount is set: keys under _exalsius are reserved",
+		},
+		{
+			name:     "a non-map user _exalsius is refused",
 			values:   `{_exalsius: "mine"}`,
 			resolved: `{replicas: 1}`,
-			want:     `{"_exalsius":{"resources":{"replicas":1}}}`,
+			wantErr:  "_exalsius is set",
+		},
+		{
+			name:     "a null user _exalsius is refused",
+			values:   `{_exalsius: null}`,
+			resolved: `{replicas: 1}`,
+			wantErr:  "_exalsius is set",
 		},
 		{
 			name:     "a bare gpuCount requests nvidia.com/gpu",
@@ -151,18 +164,38 @@ func TestInject(t *testing.T) {
 			wantOverwritten: []Overwrite{{Path: "replicaCount", Field: "replicas"}},
 		},
 		{
-			name:      "an injection path under _exalsius is not reported",
-			values:    `{_exalsius: {chart: {replicas: 7}}}`,
+			name:      "a class may inject under _exalsius",
 			resolved:  `{replicas: 2}`,
 			injection: `{replicas: [_exalsius.chart.replicas, _exalsius.resources.replicas]}`,
 			want:      `{"_exalsius":{"chart":{"replicas":2},"resources":{"replicas":2}}}`,
 		},
 		{
-			name:      "fields that are not resolved are not injected",
-			values:    `{memory: 1Gi}`,
+			name:      "user values at the injection paths of fields that resolve to nothing are removed and reported",
+			values:    `{memory: 1Gi, vendor: null, other: x, gpuType: H100}`,
 			resolved:  `{replicas: 1}`,
 			injection: `{memory: [memory], gpuType: [gpuType], gpuVendor: [vendor]}`,
-			want:      `{"memory":"1Gi","_exalsius":{"resources":{"replicas":1}}}`,
+			want:      `{"other":"x","_exalsius":{"resources":{"replicas":1}}}`,
+			wantOverwritten: []Overwrite{
+				{Path: "memory", Field: "memory", Removed: true},
+				{Path: "gpuType", Field: "gpuType", Removed: true},
+			},
+		},
+		{
+			name:      "a user GPU count at the class's GPU path is removed when the workspace asks for no GPU",
+			values:    `{app: {resources: {limits: {"nvidia.com/gpu": 8, cpu: "2"}}}}`,
+			resolved:  `{replicas: 1, perReplica: {cpu: "2"}}`,
+			injection: `{gpuCount: ['app.resources.limits["nvidia.com/gpu"]']}`,
+			want: `{"app":{"resources":{"limits":{"cpu":"2"}}},
+				"_exalsius":{"resources":{"replicas":1,"perReplica":{"cpu":"2"}}}}`,
+			wantOverwritten: []Overwrite{{Path: `app.resources.limits["nvidia.com/gpu"]`, Field: "gpuCount", Removed: true}},
+		},
+		{
+			name:            "a removal keeps the maps on the way, and a scalar on the way is no value at the path",
+			values:          `{a: {b: {c: 1}}, s: "x"}`,
+			resolved:        `{replicas: 1}`,
+			injection:       `{cpu: [a.b.c], memory: [s.m]}`,
+			want:            `{"a":{"b":{}},"s":"x","_exalsius":{"resources":{"replicas":1}}}`,
+			wantOverwritten: []Overwrite{{Path: "a.b.c", Field: "cpu", Removed: true}},
 		},
 	}
 	for _, tt := range tests {
@@ -175,7 +208,14 @@ func TestInject(t *testing.T) {
 			resolved := spec(t, tt.resolved)
 			resolvedBefore := js(t, resolved)
 
+			before := js(t, values)
 			res, err := Inject(values, *resolved, tt.gpu, injection(t, tt.injection))
+			if tt.wantErr != "" {
+				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
+				g.Expect(err).To(MatchError(ErrReserved))
+				g.Expect(js(t, values)).To(Equal(before), "values written despite the error")
+				return
+			}
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(js(t, values)).To(MatchJSON(tt.want))
 			if tt.wantOverwritten == nil {
@@ -257,4 +297,6 @@ func TestOverwriteString(t *testing.T) {
 		"operator overwrote spec.values.jupyterhub.singleuser.cpu.limit (cpu) — use spec.resources.perReplica.cpu instead"))
 	g.Expect(Overwrite{Path: "replicaCount", Field: "replicas"}.String()).To(Equal(
 		"operator overwrote spec.values.replicaCount (replicas) — use spec.resources.replicas instead"))
+	g.Expect(Overwrite{Path: "gpus", Field: "gpuCount", Removed: true}.String()).To(Equal(
+		"operator removed spec.values.gpus (gpuCount) — use spec.resources.perReplica.gpuCount instead"))
 }

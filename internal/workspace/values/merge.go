@@ -1,7 +1,6 @@
 package values
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -105,28 +104,17 @@ func MergeFrom(values map[string]any, content []byte, targetPath string) (map[st
 	return out, nil
 }
 
-// Marshal renders values as the ServiceSet's values string: compact JSON
-// from encoding/json, whose map keys are sorted, so equal values give equal
-// strings (and the same bytes as the exalsius operator); "" for an empty
-// or nil map.
-func Marshal(values map[string]any) (string, error) {
-	if len(values) == 0 {
-		return "", nil
-	}
-	b, err := json.Marshal(values)
-	if err != nil {
-		return "", fmt.Errorf("encoding values as JSON: %w", err)
-	}
-	return string(b), nil
-}
-
 // Equivalent reports whether two values documents of a ServiceSet service
 // (JSON or YAML) mean the same values: equal after parsing, with an empty
-// document, null and {} alike. A document that does not parse is equivalent
-// only to the same text.
+// document, null and {} alike. A document that does not parse, or that
+// holds the template delimiter {{, is equivalent only to the same text:
+// Sveltos runs such a document as a template before parsing it.
 func Equivalent(a, b string) bool {
 	if a == b {
 		return true
+	}
+	if strings.Contains(a, "{{") || strings.Contains(b, "{{") {
+		return false
 	}
 	va, errA := parseDocument(a)
 	vb, errB := parseDocument(b)

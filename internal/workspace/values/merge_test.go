@@ -1,7 +1,6 @@
 package values
 
 import (
-	"math"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -169,22 +168,6 @@ func TestMergeFrom(t *testing.T) {
 			g.Expect(js(t, values)).To(Equal(before), "values share maps with the result")
 		})
 	}
-}
-
-func TestMarshal(t *testing.T) {
-	g := NewWithT(t)
-
-	s, err := Marshal(nil)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s).To(BeEmpty())
-
-	// Keys are sorted at every level, whatever the insertion order.
-	s, err = Marshal(map[string]any{"b": map[string]any{"z": 1, "a": 2}, "a": []any{"x", 1.5}, "_exalsius": true})
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(s).To(Equal(`{"_exalsius":true,"a":["x",1.5],"b":{"a":2,"z":1}}`))
-
-	_, err = Marshal(map[string]any{"a": math.NaN()})
-	g.Expect(err).To(MatchError(ContainSubstring("encoding values as JSON")))
 }
 
 func TestEquivalent(t *testing.T) {
