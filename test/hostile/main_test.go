@@ -35,6 +35,10 @@ const timeout = 60 * time.Second
 // tenant owning the cluster could.
 const annotationKubeconfig = "test.apiary.dev/tenant-kubeconfig"
 
+// valuesServiceAccount is the ServiceAccount of each namespace that the
+// manager reads valuesFrom objects as (--values-from-service-account).
+const valuesServiceAccount = "apiary-values"
+
 var (
 	env, child *testenv.Environment
 	// kubeconfigs are the tenant-written kubeconfigs, by name.
@@ -87,7 +91,7 @@ func run(m *testing.M) int {
 	manager, err = managertest.StartProcess(binary, filepath.Join(workDir, "manager.log"),
 		"--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--crd-check-interval=1s", "--gpu-inventory-interval=1m", "--leader-elect=false",
-		"--child-server-https-only")
+		"--child-server-https-only", "--values-from-service-account="+valuesServiceAccount)
 	if err != nil {
 		return fail("starting the manager", err)
 	}

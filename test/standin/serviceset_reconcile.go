@@ -185,7 +185,7 @@ func (s *ServiceSets) plan(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, e
 	if _, err := loadChart(st.chart); err != nil {
 		return fail(fmt.Sprintf("ServiceTemplate %s/%s: %v", ss.Namespace, entry.Template, err))
 	}
-	if st.values, err = serviceValues(ctx, s.Client, ss.Namespace, entry); err != nil {
+	if st.values, err = serviceValues(ctx, s.Client, ss.Namespace, ss.Spec.Cluster, entry); err != nil {
 		return fail(err.Error())
 	}
 	st.opts = helmInstallOptions(entry.HelmOptions)

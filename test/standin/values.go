@@ -4,6 +4,10 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
+	"text/template"
+
+	"github.com/Masterminds/sprig/v3"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -51,11 +55,16 @@ func MergeValues(dst, src map[string]any) map[string]any {
 	return dst
 }
 
-// serviceValues returns the values of a ServiceSet entry: its values,
-// deep-merged with each valuesFrom object in order (every data key of the
-// ConfigMap or Secret, in key order, parsed as a values document).
-func serviceValues(ctx context.Context, c client.Reader, ns string, entry *k0rdentv1beta1.ServiceWithValues) (map[string]any, error) {
-	values, err := ParseValues([]byte(entry.Values))
+// serviceValues returns the values of a ServiceSet entry of cluster: its
+// values, instantiated as a Go template as Sveltos does, deep-merged with
+// each valuesFrom object in order (every data key of the ConfigMap or
+// Secret, in key order, parsed as a values document).
+func serviceValues(ctx context.Context, c client.Reader, ns, cluster string, entry *k0rdentv1beta1.ServiceWithValues) (map[string]any, error) {
+	text, err := instantiate(entry.Values, ns, cluster)
+	if err != nil {
+		return nil, fmt.Errorf("values of service %s/%s: %w", entry.Namespace, entry.Name, err)
+	}
+	values, err := ParseValues([]byte(text))
 	if err != nil {
 		return nil, fmt.Errorf("values of service %s/%s: %w", entry.Namespace, entry.Name, err)
 	}
@@ -96,4 +105,22 @@ func serviceValues(ctx context.Context, c client.Reader, ns string, entry *k0rde
 		}
 	}
 	return values, nil
+}
+
+// instantiate runs values through Go's text/template with sprig's
+// functions and the cluster's metadata, as Sveltos's addon-controller does
+// with a Profile's Helm values (instantiateTemplateValues: default
+// delimiters, missingkey=error), so that what reaches the chart is what a
+// real k0rdent would install.
+func instantiate(values, ns, cluster string) (string, error) {
+	tmpl, err := template.New("values").Option("missingkey=error").Funcs(sprig.TxtFuncMap()).Parse(values)
+	if err != nil {
+		return "", fmt.Errorf("parsing the values as a template: %w", err)
+	}
+	data := map[string]any{"Cluster": map[string]any{"metadata": map[string]any{"name": cluster, "namespace": ns}}}
+	var out strings.Builder
+	if err := tmpl.Execute(&out, data); err != nil {
+		return "", fmt.Errorf("instantiating the values: %w", err)
+	}
+	return out.String(), nil
 }

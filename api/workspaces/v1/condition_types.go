@@ -70,6 +70,14 @@ const (
 	ClassInUseReason                = "ClassInUse"
 )
 
+// Reasons of a workspace that waits for a valuesFrom object: it does not
+// exist (yet), or the ServiceAccount it is read as may not read it
+// (--values-from-service-account).
+const (
+	ValuesFromNotFoundReason  = "ValuesFromNotFound"
+	ValuesFromForbiddenReason = "ValuesFromForbidden"
+)
+
 // InvalidResourcesReason fails a workspace whose resolved resources Apiary
 // cannot admit: an unknown GPU vendor, or amounts beyond its bounds.
 const InvalidResourcesReason = "InvalidResources"

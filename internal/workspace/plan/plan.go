@@ -113,6 +113,10 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 // read at all (offline); Values then leaves it out and records it.
 var ErrSourceUnavailable = errors.New("values source unavailable")
 
+// ErrSourceForbidden, from a Fetch, means the reader may not read a
+// valuesFrom object; the workspace waits until it may.
+var ErrSourceForbidden = errors.New("values source forbidden")
+
 // Fetch returns the content of one valuesFrom key and whether it exists.
 type Fetch func(ref workspacesv1.ValuesReference) (content []byte, found bool, err error)
 
@@ -162,12 +166,15 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 		case errors.Is(err, ErrSourceUnavailable):
 			out.Unavailable = append(out.Unavailable, field)
 			continue
+		case errors.Is(err, ErrSourceForbidden):
+			return nil, &FieldError{Field: field, Reason: workspacesv1.ValuesFromForbiddenReason,
+				Message: fmt.Sprintf("%s %s/%s may not be read: %s", ref.Kind, obj.Namespace, ref.Name, err)}
 		case err != nil:
 			return nil, err
 		case !found && ref.Optional:
 			continue
 		case !found:
-			return nil, &FieldError{Field: field, Reason: "ValuesFromNotFound",
+			return nil, &FieldError{Field: field, Reason: workspacesv1.ValuesFromNotFoundReason,
 				Message: fmt.Sprintf("%s %s/%s has no key %q", ref.Kind, obj.Namespace, ref.Name, ValuesKey(ref))}
 		}
 		target := &public

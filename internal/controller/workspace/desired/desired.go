@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
@@ -129,8 +130,9 @@ func (r *Renderer) render(ctx context.Context, w Input) (*Set, *Problem, error) 
 	resolved, err := plan.ResolveValues(class, obj, w.Resolved, plan.Placement(w.Resolved, w.Selector, w.Demand), fetch)
 	var fieldErr *plan.FieldError
 	switch {
-	case errors.As(err, &fieldErr) && fieldErr.Reason == "ValuesFromNotFound":
-		// The Secret or ConfigMap may still come: wait for it.
+	case errors.As(err, &fieldErr) && (fieldErr.Reason == workspacesv1.ValuesFromNotFoundReason ||
+		fieldErr.Reason == workspacesv1.ValuesFromForbiddenReason):
+		// The Secret or ConfigMap may still come, or be granted: wait for it.
 		conditions.MarkFalse(obj, workspacesv1.ConfigResolvedCondition, fieldErr.Reason, "%s", fieldErr.Error())
 		return nil, &Problem{Wait: true, Reason: fieldErr.Reason, Message: fieldErr.Error()}, nil
 	case errors.As(err, &fieldErr):
@@ -175,20 +177,14 @@ func (r *Renderer) valuesContent(ctx context.Context, namespace string, ref work
 	case "Secret":
 		s := &corev1.Secret{}
 		if err := r.APIReader.Get(ctx, key, s); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("reading Secret %s: %w", key, err)
+			return nil, false, readError("Secret", key, err)
 		}
 		v, ok := s.Data[plan.ValuesKey(ref)]
 		return v, ok, nil
 	default:
 		cm := &corev1.ConfigMap{}
 		if err := r.APIReader.Get(ctx, key, cm); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, false, nil
-			}
-			return nil, false, fmt.Errorf("reading ConfigMap %s: %w", key, err)
+			return nil, false, readError("ConfigMap", key, err)
 		}
 		if v, ok := cm.Data[plan.ValuesKey(ref)]; ok {
 			return []byte(v), true, nil
@@ -196,6 +192,19 @@ func (r *Renderer) valuesContent(ctx context.Context, namespace string, ref work
 		v, ok := cm.BinaryData[plan.ValuesKey(ref)]
 		return v, ok, nil
 	}
+}
+
+// readError is what reading a valuesFrom object failed with: nil for one
+// that does not exist (the caller reports it missing), plan.ErrSourceForbidden
+// for one the reader may not read, else an error to retry.
+func readError(kind string, key client.ObjectKey, err error) error {
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case apierrors.IsForbidden(err):
+		return fmt.Errorf("%w (%s)", plan.ErrSourceForbidden, reconciler.Truncate(err.Error(), 256))
+	}
+	return fmt.Errorf("reading %s %s: %w", kind, key, err)
 }
 
 // renderBundle renders the workspace's ServiceSet (and values Secret).
