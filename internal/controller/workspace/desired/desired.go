@@ -209,7 +209,7 @@ func (r *Renderer) renderBundle(ctx context.Context, w Input, v *plan.Values) ([
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := bundle.Render(req)
+	out, err := bundle.RenderContext(ctx, req)
 	if err != nil {
 		return nil, "", err
 	}
