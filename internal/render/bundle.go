@@ -11,6 +11,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chart/loader"
+
+	"github.com/apiaryhq/apiary/internal/render/engine"
 )
 
 // Limits on what a bundle may hold, so that a bad directory or ConfigMap
@@ -30,10 +32,10 @@ type Bundle struct {
 	// or whatever the loader's caller set.
 	Source string
 
-	chart    *chart.Chart
-	compiled *compiled
-	defaults map[string]any
-	schema   *jsonschema.Schema
+	chart     *chart.Chart
+	templates *engine.Templates
+	defaults  map[string]any
+	schema    *jsonschema.Schema
 }
 
 // LoadFS loads the bundle held in folder dir of fsys ("." for its root). A
@@ -165,16 +167,11 @@ func LoadFiles(name string, files map[string][]byte) (*Bundle, error) {
 	if strings.EqualFold(c.Metadata.Type, "library") {
 		return nil, bad("Chart.yaml", errors.New("a library chart renders nothing; use type: application"))
 	}
-	for _, t := range c.Templates {
-		if err := checkTemplate(name, t.Name, string(t.Data)); err != nil {
-			return nil, err
-		}
-	}
-	comp, err := compile(name, c)
+	tmpl, err := engine.Compile(c)
 	if err != nil {
-		return nil, err
+		return nil, templateError(name, err)
 	}
-	b.chart, b.compiled = c, comp
+	b.chart, b.templates = c, tmpl
 	return b, nil
 }
 

@@ -104,20 +104,6 @@ func TestLoadFilesErrors(t *testing.T) {
 		file:     "templates/cm.yaml",
 		line:     2,
 		contains: `function "lookup" is not allowed: bundles cannot read the cluster`,
-	}, {
-		name:     "now, in a helper",
-		files:    map[string]string{"templates___h.tpl": "{{ define \"x\" }}\n{{ if true }}{{ now | date \"2006\" }}{{ end }}\n{{ end }}"},
-		reason:   ReasonTemplate,
-		file:     "templates/_h.tpl",
-		line:     2,
-		contains: `function "now" is not allowed: it changes at every render`,
-	}, {
-		name:     "random password",
-		files:    map[string]string{"templates__s.yaml": "{{ with .Values }}\n{{ range list 1 }}{{ randAlphaNum 16 }}{{ end }}{{ end }}"},
-		reason:   ReasonTemplate,
-		file:     "templates/s.yaml",
-		line:     2,
-		contains: `"randAlphaNum" is not allowed`,
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

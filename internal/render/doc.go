@@ -3,12 +3,12 @@
 // A bundle is a small Helm chart: Chart.yaml, values.yaml, an optional
 // values.schema.json and templates/, rendered as Helm's template engine
 // renders it (sprig functions, include, tpl, required, fail, toYaml,
-// .Files), by an engine of this package on text/template: Helm's engine has
-// no context, no bound on what it writes and no way to replace its
-// functions. Built-in bundles are embedded from the repository's templates/
-// folder; users add their own in the manager's bundle directory (one folder
-// per bundle, see NewRegistry) or in a ConfigMap whose keys are the file
-// paths with "/" written as "__" (templates__cd.yaml, see LoadFiles).
+// .Files), by the bounded engine of internal/render/engine on
+// text/template. Built-in bundles are embedded from the repository's
+// templates/ folder; users add their own in the manager's bundle directory
+// (one folder per bundle, see NewRegistry) or in a ConfigMap whose keys are
+// the file paths with "/" written as "__" (templates__cd.yaml, see
+// LoadFiles).
 //
 // Rendering is pure: no lookup (it fails), no DNS, no network, no file
 // outside the bundle, fixed .Capabilities. Functions whose result changes at
@@ -25,12 +25,11 @@
 //	.Capabilities  Helm's defaults for this binary; no cluster is asked
 //	.Files         the bundle's other files
 //
-// Every render is bounded (Limits): in time, in steps (function calls, loop
-// iterations, template calls), in the bytes its templates produce, in
-// include and tpl nesting, and in objects and output size. Each function
-// call is accounted before it runs, so a call that would allocate gigabytes
-// (repeat, until, nindent, ...) is refused, not run, and a map cannot be put
-// into itself. The render stops at the first limit, in the caller's
+// Every render is bounded (Limits): the engine bounds it in time, in steps
+// (function calls, loop iterations, template calls), in the bytes its
+// templates produce, in include and tpl nesting and in output size, each
+// function call accounted before it runs; this package bounds its objects'
+// count and size. The render stops at the first limit, in the caller's
 // goroutine: nothing keeps running after it returns.
 //
 // Each rendered document must be a Kubernetes object with apiVersion, kind

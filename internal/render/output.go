@@ -132,10 +132,11 @@ type origin struct {
 	line int
 }
 
-// parseOutput turns the rendered files into an Output, and says where each
-// object comes from. A document larger than lim.MaxObjectBytes is refused
-// before it is decoded, and so are objects past lim.MaxObjects.
-func parseOutput(bundle, chartName string, rendered map[string]string, lim Limits) (*Output, map[*unstructured.Unstructured]origin, error) {
+// parseOutput turns the rendered files, by path in the bundle, into an
+// Output, and says where each object comes from. A document larger than
+// lim.MaxObjectBytes is refused before it is decoded, and so are objects
+// past lim.MaxObjects.
+func parseOutput(bundle string, rendered map[string]string, lim Limits) (*Output, map[*unstructured.Unstructured]origin, error) {
 	files := make([]string, 0, len(rendered))
 	for f := range rendered {
 		files = append(files, f)
@@ -144,12 +145,11 @@ func parseOutput(bundle, chartName string, rendered map[string]string, lim Limit
 	out := &Output{}
 	origins := map[*unstructured.Unstructured]origin{}
 	seen := map[objectKey]string{}
-	for _, f := range files {
-		if path.Base(f) == "NOTES.txt" {
+	for _, file := range files {
+		if path.Base(file) == "NOTES.txt" {
 			continue
 		}
-		file := trimChart(chartName, f)
-		for _, doc := range splitDocuments(rendered[f]) {
+		for _, doc := range splitDocuments(rendered[file]) {
 			if len(doc.text) > lim.MaxObjectBytes {
 				return nil, nil, outputError(bundle, ReasonLimit, file, doc.firstContentLine(), &detailError{sentinel: ErrObjectTooLarge,
 					msg: fmt.Sprintf("a document of %d bytes, more than %d", len(doc.text), lim.MaxObjectBytes)})

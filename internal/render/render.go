@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/chartutil"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/apiaryhq/apiary/internal/render/engine"
 )
 
 // Request is what a bundle renders.
@@ -120,66 +119,26 @@ func (b *Bundle) renderObjects(ctx context.Context, req Request) (*Output, map[*
 		"Capabilities": capabilities,
 		"Subcharts":    map[string]any{},
 	}
-	g := newGuard(ctx, lim)
-	rendered, err := b.compiled.execute(b.Name, g, vals)
+	rendered, err := b.templates.Execute(ctx, lim.templateLimits(), vals)
 	if err != nil {
-		return nil, nil, templateError(b.Name, chartName, g, err)
+		return nil, nil, templateError(b.Name, err)
 	}
-	return parseOutput(b.Name, chartName, rendered, lim)
+	return parseOutput(b.Name, rendered, lim)
 }
 
-// "template: NAME:LINE[:COL]: " as text/template writes it; the last one in a
-// message is the innermost (an include'd or tpl'd template).
-var execLocRE = regexp.MustCompile(`template: ([^\s:]+):(\d+)(?::\d+)?: `)
-
-// templateError turns an error of a template into an *Error naming the
-// innermost file and line of the bundle: ReasonLimit or ReasonTimeout when
-// the guard stopped the render, else ReasonTemplate.
-func templateError(bundle, chartName string, g *guard, err error) *Error {
-	msg := err.Error()
-	file, line, detail := "", 0, msg
-	var last []int
-	for _, m := range execLocRE.FindAllStringSubmatchIndex(msg, -1) {
-		// Text given to tpl is parsed as the template "gotpl": keep the
-		// innermost location that is a file of the bundle.
-		if strings.HasPrefix(msg[m[2]:m[3]], chartName+"/") {
-			last = m
-		}
+// templateError turns an error of the engine into an *Error: ReasonTimeout
+// or ReasonLimit when the render went over its Limits, else ReasonTemplate.
+func templateError(bundle string, err error) *Error {
+	var e *engine.Error
+	if !errors.As(err, &e) {
+		return newError(bundle, ReasonTemplate, "", 0, err)
 	}
-	if m := last; m != nil {
-		file, detail = msg[m[2]:m[3]], msg[m[1]:]
-		line, _ = strconv.Atoi(msg[m[4]:m[5]])
-	}
-	var at *fileError
-	if file == "" && errors.As(err, &at) {
-		file = at.file
-	}
-	file = trimChart(chartName, file)
-	var fail *failError
+	reason := ReasonTemplate
 	switch {
-	case g.err != nil:
-		reason := ReasonLimit
-		if errors.Is(g.err, ErrTimeout) {
-			reason = ReasonTimeout
-		}
-		return newError(bundle, reason, file, line, g.err)
-	case errors.As(err, &fail):
-		return newError(bundle, ReasonTemplate, file, line, fail)
+	case errors.Is(e.Err, ErrTimeout):
+		reason = ReasonTimeout
+	case errors.Is(e.Err, ErrBudgetExceeded), errors.Is(e.Err, ErrOutputTooLarge):
+		reason = ReasonLimit
 	}
-	detail = strings.ReplaceAll(detail, chartName+"/templates/", "templates/")
-	return newError(bundle, ReasonTemplate, file, line, &detailError{sentinel: err, msg: detail})
-}
-
-// fileError is an error while rendering a file.
-type fileError struct {
-	file string
-	err  error
-}
-
-func (e *fileError) Error() string { return e.err.Error() }
-func (e *fileError) Unwrap() error { return e.err }
-
-// trimChart removes the chart-name folder before template paths.
-func trimChart(chartName, file string) string {
-	return strings.TrimPrefix(file, chartName+"/")
+	return newError(bundle, reason, e.File, e.Line, e.Err)
 }

@@ -80,7 +80,7 @@ func (r *Reconciler) renderCluster(ctx context.Context, obj *infrav1.Colony, ent
 	if err != nil {
 		return nil, err
 	}
-	output, err := bundle.Render(req)
+	output, err := bundle.RenderContext(ctx, req)
 	if err != nil {
 		return nil, err
 	}

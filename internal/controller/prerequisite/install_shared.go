@@ -162,7 +162,7 @@ func (in *Installer) deliverPrerequisite(ctx context.Context, t *Target, p works
 	if err != nil {
 		return err
 	}
-	out, err := bundle.Render(req)
+	out, err := bundle.RenderContext(ctx, req)
 	if err != nil {
 		return fmt.Errorf("rendering prerequisite %q: %w", tmpl, err)
 	}

@@ -158,7 +158,7 @@ func (s *Git) declare(ctx context.Context, regional types.NamespacedName) error 
 	defer s.mu.Unlock()
 	d := s.declared[regional]
 	if d == nil {
-		objs, err := s.render(regional)
+		objs, err := s.render(ctx, regional)
 		if err != nil {
 			return fmt.Errorf("rendering the Flux Kustomization of regional cluster %s: %w", regional, err)
 		}
@@ -179,7 +179,7 @@ func (s *Git) declare(ctx context.Context, regional types.NamespacedName) error 
 	return nil
 }
 
-func (s *Git) render(regional types.NamespacedName) ([]*unstructured.Unstructured, error) {
+func (s *Git) render(ctx context.Context, regional types.NamespacedName) ([]*unstructured.Unstructured, error) {
 	bundle, err := s.Bundles.Get(access.RoutesKustomizationBundle)
 	if err != nil {
 		return nil, err
@@ -194,7 +194,7 @@ func (s *Git) render(regional types.NamespacedName) ([]*unstructured.Unstructure
 		Labels:           map[string]string{"app.kubernetes.io/managed-by": "apiary"},
 		Operator:         s.Settings,
 	}
-	out, err := bundle.Render(in.Request())
+	out, err := bundle.RenderContext(ctx, in.Request())
 	if err != nil {
 		return nil, err
 	}

@@ -144,10 +144,8 @@ func (r *Renderer) render(ctx context.Context, w Input) (*Set, *Problem, error) 
 	markInjected(obj, resolved.Overwritten)
 	objects, digest, err := r.renderBundle(ctx, w, resolved)
 	if err != nil {
-		if _, ok := err.(*render.Error); ok {
-			return nil, configFailed(obj, "RenderFailed", err.Error()), nil
-		}
-		return nil, nil, err
+		problem, err := renderFailed(obj, err)
+		return nil, problem, err
 	}
 	return &Set{Digest: digest, Objects: objects, Injected: resolved.Overwritten}, nil, nil
 }
@@ -162,6 +160,21 @@ func markInjected(obj *workspacesv1.WorkspaceDeployment, overwritten []values.Ov
 		msgs = append(msgs, o.String())
 	}
 	conditions.MarkFalse(obj, workspacesv1.ResourcesInjectedCondition, workspacesv1.UserPathsOverwrittenReason, "%s", strings.Join(msgs, "; "))
+}
+
+// renderFailed sorts out a failed render. One that timed out (a busy
+// manager, or a reconcile cancelled) is returned as an error, for the
+// reconcile to retry with backoff; any other *render.Error is the bundle's
+// or the values' fault, and fails the workspace.
+func renderFailed(obj *workspacesv1.WorkspaceDeployment, err error) (*Problem, error) {
+	var rerr *render.Error
+	switch {
+	case errors.Is(err, render.ErrTimeout):
+		return nil, fmt.Errorf("rendering the workspace: %w", err)
+	case errors.As(err, &rerr):
+		return configFailed(obj, "RenderFailed", err.Error()), nil
+	}
+	return nil, err
 }
 
 // configFailed is a problem of the workspace's configuration: it fails.
@@ -218,7 +231,7 @@ func (r *Renderer) renderBundle(ctx context.Context, w Input, v *plan.Values) ([
 	if err != nil {
 		return nil, "", err
 	}
-	out, err := bundle.Render(req)
+	out, err := bundle.RenderContext(ctx, req)
 	if err != nil {
 		return nil, "", err
 	}

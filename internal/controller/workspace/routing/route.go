@@ -86,7 +86,7 @@ func (r *Router) Route(ctx context.Context, w *Target) time.Duration {
 		Gateway: v.gateway.String(), Ports: ports, NoHTTPRoutes: v.noHTTP, NoTCPRoutes: v.noTCP,
 	})
 	recordRoutes(obj, v, routes)
-	objs, digest, err := r.renderRoutes(obj, v, routes)
+	objs, digest, err := r.renderRoutes(ctx, obj, v, routes)
 	if err != nil {
 		return r.routesBlocked(obj, endpoints, &routeBlock{reason: workspacesv1.RoutingErrorReason,
 			message: fmt.Sprintf("rendering the routes: %s", err), requeue: routeInfraResync})
@@ -218,7 +218,7 @@ func recordRoutes(obj *workspacesv1.WorkspaceDeployment, v *regionalView, routes
 
 // renderRoutes renders the workspace-routes bundle (built in, or the one
 // of the manager's bundle directory).
-func (r *Router) renderRoutes(obj *workspacesv1.WorkspaceDeployment, v *regionalView, routes []access.Route) ([]*unstructured.Unstructured, string, error) {
+func (r *Router) renderRoutes(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView, routes []access.Route) ([]*unstructured.Unstructured, string, error) {
 	bundle, err := r.Bundles.Get(access.RoutesBundle)
 	if err != nil {
 		return nil, "", err
@@ -231,7 +231,7 @@ func (r *Router) renderRoutes(obj *workspacesv1.WorkspaceDeployment, v *regional
 	if v.tcpVersion != "" {
 		in.TCPRouteAPIVersion = access.GatewayGroup + "/" + v.tcpVersion
 	}
-	out, err := bundle.Render(in.Request())
+	out, err := bundle.RenderContext(ctx, in.Request())
 	if err != nil {
 		return nil, "", err
 	}

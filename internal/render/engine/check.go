@@ -1,14 +1,16 @@
-package render
+package engine
 
 import (
 	"fmt"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
+	"text/template"
 	"text/template/parse"
 )
 
-// forbiddenFuncs are template functions a bundle may not call: lookup reads
+// forbiddenFuncs are template functions templates may not call: lookup reads
 // the cluster, the others give a different output at every render, which
 // would change the objects (and the Git commits) for the same input.
 var forbiddenFuncs = map[string]string{
@@ -38,14 +40,14 @@ var forbiddenFuncs = map[string]string{
 }
 
 // checkTemplate parses one template file and refuses syntax errors and
-// forbidden functions, naming the file and line.
-func checkTemplate(bundle, file, text string) error {
+// forbidden functions: the *Error names the file and line.
+func checkTemplate(file, text string) *Error {
 	trees := map[string]*parse.Tree{}
 	t := parse.New(file)
 	t.Mode = parse.SkipFuncCheck
 	if _, err := t.Parse(text, "", "", trees); err != nil {
 		line, msg := parseErrorLocation(err.Error())
-		return newError(bundle, ReasonTemplate, file, line, fmt.Errorf("%s", msg))
+		return &Error{File: file, Line: line, Err: fmt.Errorf("%s", msg)}
 	}
 	// Report the first forbidden call in the file, whatever tree holds it.
 	var found *parse.IdentifierNode
@@ -65,8 +67,7 @@ func checkTemplate(bundle, file, text string) error {
 	}
 	if found != nil {
 		line := 1 + strings.Count(text[:min(int(found.Pos), len(text))], "\n")
-		return newError(bundle, ReasonTemplate, file, line,
-			fmt.Errorf("function %q is not allowed: %s", found.Ident, forbiddenFuncs[found.Ident]))
+		return &Error{File: file, Line: line, Err: fmt.Errorf("function %q is not allowed: %s", found.Ident, forbiddenFuncs[found.Ident])}
 	}
 	return nil
 }
@@ -135,4 +136,79 @@ func parseErrorLocation(msg string) (int, string) {
 		return line, m[2]
 	}
 	return 0, msg
+}
+
+// checkTemplateCalls refuses template actions that call their own template
+// (directly or not), or chains of them deeper than maxTemplateChain: their
+// names are fixed, so this is known before rendering. known holds the calls
+// of trees already walked; it returns how many templates it looked at.
+func checkTemplateCalls(set *template.Template, known map[*parse.Tree][]string) (int, error) {
+	calls := map[string][]string{}
+	for _, t := range set.Templates() {
+		if t.Tree == nil || t.Root == nil {
+			continue
+		}
+		c, ok := known[t.Tree]
+		if !ok {
+			c = templateCalls(t.Root, nil)
+		}
+		calls[t.Name()] = c
+	}
+	height := map[string]int{}
+	onPath := map[string]bool{}
+	var visit func(name string) (int, error)
+	visit = func(name string) (int, error) {
+		if onPath[name] {
+			return 0, fmt.Errorf("template %q calls itself through template actions: use include, whose depth is bounded", name)
+		}
+		if h, ok := height[name]; ok {
+			return h, nil
+		}
+		onPath[name] = true
+		h := 0
+		for _, callee := range calls[name] {
+			ch, err := visit(callee)
+			if err != nil {
+				return 0, err
+			}
+			h = max(h, ch+1)
+		}
+		delete(onPath, name)
+		if h > maxTemplateChain {
+			return 0, fmt.Errorf("template %q starts a chain of more than %d nested template actions", name, maxTemplateChain)
+		}
+		height[name] = h
+		return h, nil
+	}
+	names := make([]string, 0, len(calls))
+	for name := range calls {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, err := visit(name); err != nil {
+			return 0, err
+		}
+	}
+	return len(calls), nil
+}
+
+func templateCalls(n parse.Node, out []string) []string {
+	switch n := n.(type) {
+	case *parse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				out = templateCalls(c, out)
+			}
+		}
+	case *parse.TemplateNode:
+		out = append(out, n.Name)
+	case *parse.IfNode:
+		out = templateCalls(n.List, templateCalls(n.ElseList, out))
+	case *parse.WithNode:
+		out = templateCalls(n.List, templateCalls(n.ElseList, out))
+	case *parse.RangeNode:
+		out = templateCalls(n.List, templateCalls(n.ElseList, out))
+	}
+	return out
 }

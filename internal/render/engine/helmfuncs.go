@@ -1,4 +1,4 @@
-package render
+package engine
 
 import (
 	"bytes"
@@ -108,7 +108,7 @@ func fromJSONArray(s string) []any {
 	return l
 }
 
-// files is .Files: the bundle's files other than Chart.yaml, values.yaml,
+// files is .Files: the chart's files other than Chart.yaml, values.yaml,
 // values.schema.json and templates/, by path, with Helm's methods. Its
 // methods allocate no more than their result, which the functions that keep
 // or print it charge.
