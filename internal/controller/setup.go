@@ -29,6 +29,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/workspace"
 	"github.com/apiaryhq/apiary/internal/controller/workspaceclass"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/impersonate"
 	"github.com/apiaryhq/apiary/internal/mesh"
@@ -115,7 +116,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	}
 	withFlux := func(kinds ...schema.GroupVersionKind) []schema.GroupVersionKind {
 		if d.Git {
-			kinds = append(kinds, delivery.KustomizationGVK)
+			kinds = append(kinds, flux.KustomizationGVK)
 		}
 		return kinds
 	}

@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 )
 
 // Labels and annotation kustomize-controller puts on and reads from the
@@ -46,7 +48,7 @@ func (g *Git) pruneForgotten(ctx context.Context, owner Owner, id string, live c
 		return false, nil // no removal commit known to this process
 	}
 	kustomization := &unstructured.Unstructured{}
-	kustomization.SetGroupVersionKind(KustomizationGVK)
+	kustomization.SetGroupVersionKind(flux.KustomizationGVK)
 	if err := g.opts.Reader.Get(ctx, client.ObjectKey{Namespace: ks.Namespace, Name: ks.Name}, kustomization); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 )
 
 // kustomization creates a Flux Kustomization with the status of one that
@@ -21,7 +23,7 @@ func kustomization(t *testing.T, ns, name string, prune bool, revision string, i
 	g := NewWithT(t)
 	ctx := context.Background()
 	k := &unstructured.Unstructured{}
-	k.SetGroupVersionKind(KustomizationGVK)
+	k.SetGroupVersionKind(flux.KustomizationGVK)
 	k.SetNamespace(ns)
 	k.SetName(name)
 	_ = unstructured.SetNestedField(k.Object, map[string]any{
@@ -40,7 +42,7 @@ func kustomization(t *testing.T, ns, name string, prune bool, revision string, i
 	g.Expect(env.Client.Status().Update(ctx, k)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := &unstructured.Unstructured{}
-		got.SetGroupVersionKind(KustomizationGVK)
+		got.SetGroupVersionKind(flux.KustomizationGVK)
 		g.Expect(mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got)).To(Succeed())
 		applied, _, _ := unstructured.NestedString(got.Object, "status", "lastAppliedRevision")
 		g.Expect(applied).To(HaveSuffix(revision))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 )
 
@@ -69,7 +70,7 @@ func fluxSource(ctx context.Context, mgr ctrl.Manager, o GitOptions) (access.Sou
 		return access.SourceRef{}, errors.New("neither --git-repository nor --git-kustomization is set")
 	}
 	ks := &unstructured.Unstructured{}
-	ks.SetGroupVersionKind(delivery.KustomizationGVK)
+	ks.SetGroupVersionKind(flux.KustomizationGVK)
 	if err := mgr.GetAPIReader().Get(ctx, *o.KustomizationRef, ks); err != nil {
 		return access.SourceRef{}, fmt.Errorf("reading Flux Kustomization %s for its source: %w", o.KustomizationRef, err)
 	}

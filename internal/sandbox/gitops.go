@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/secrets/sopsenc"
 	"github.com/apiaryhq/apiary/internal/testenv"
@@ -103,7 +103,7 @@ func (g *gitOps) stop() {
 // fluxApplied returns the revision the sandbox's Kustomization last applied.
 func fluxApplied(ctx context.Context, c client.Client) string {
 	ks := &unstructured.Unstructured{}
-	ks.SetGroupVersionKind(delivery.KustomizationGVK)
+	ks.SetGroupVersionKind(flux.KustomizationGVK)
 	if err := c.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxName}, ks); err != nil {
 		return ""
 	}

@@ -12,6 +12,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -32,7 +33,7 @@ func AsGit(s delivery.Sink) GitReadback {
 // KustomizationObject is the Flux Kustomization kind, for watches.
 func KustomizationObject() client.Object {
 	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(delivery.KustomizationGVK)
+	u.SetGroupVersionKind(flux.KustomizationGVK)
 	return u
 }
 
