@@ -16,8 +16,17 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
-// BuildManager builds the apiary binary of this repository into dir.
+// BinaryEnv names a manager binary to run instead of building this
+// repository's: it lets a suite run against another build, such as an older
+// commit's, to show what that build gets wrong.
+const BinaryEnv = "APIARY_MANAGER_BINARY"
+
+// BuildManager builds the apiary binary of this repository into dir, or
+// returns the binary BinaryEnv names.
 func BuildManager(dir string) (string, error) {
+	if binary := os.Getenv(BinaryEnv); binary != "" {
+		return binary, nil
+	}
 	binary := filepath.Join(dir, "apiary")
 	build := exec.Command("go", "build", "-o", binary, ".")
 	build.Dir = testenv.RepoRoot()
