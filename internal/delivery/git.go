@@ -50,6 +50,10 @@ type GitOptions struct {
 	Scheme *runtime.Scheme
 	// Encrypter seals Secrets; nil refuses every Secret (ErrNoRecipients).
 	Encrypter SecretEncrypter
+	// Validator checks each object whose content changed before it is
+	// queued, e.g. a DryRun on the cluster Flux applies the folder to; an
+	// object it refuses fails its owner only. nil checks sizes only.
+	Validator Validator
 	// Window is how long changes are collected into one commit
 	// (DefaultCommitWindow when zero).
 	Window time.Duration
@@ -109,9 +113,10 @@ type Git struct {
 	perOwner map[ownerKey]int // pending files per owner
 	ownerRev map[ownerKey]string
 	ownerErr map[ownerKey]error
-	refused  map[ownerKey]bool // owners turned away before the clone opened
-	sweeps   []sweepRequest    // sweeps asked for before the clone opened
-	retired  bool              // the path was removed (Retire)
+	refused  map[ownerKey]bool  // owners turned away before the clone opened
+	refusals map[string]refusal // files whose content a check refused
+	sweeps   []sweepRequest     // sweeps asked for before the clone opened
+	retired  bool               // the path was removed (Retire)
 	notices  notice.Board
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
@@ -145,6 +150,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 		ownerRev: map[ownerKey]string{},
 		ownerErr: map[ownerKey]error{},
 		refused:  map[ownerKey]bool{},
+		refusals: map[string]refusal{},
 		syncs:    metrics.NewSyncTracker(opts.Repo.URL),
 	}, nil
 }
@@ -158,6 +164,9 @@ func (g *Git) Mode() string { return ModeGit }
 // failed commit, if any); otherwise its Revision is the commit that holds
 // the owner's files. The returned inventory keeps the entries whose removal
 // is queued and not yet committed, so that a restart finds them again.
+// A file whose content changed is checked before it is queued (its size,
+// then the Validator): one the API server would refuse is not queued, its
+// error is a RefusedError, and the owner's other files go on.
 func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, err
@@ -188,9 +197,21 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		files = append(files, f)
 	}
 
+	// Check the changed files before queueing them, outside the lock: a
+	// check may be an API request. Unchanged files cost nothing.
+	key := keyOf(owner)
+	now := time.Now()
+	g.mu.Lock()
+	toCheck, refused := g.changedFiles(owner, files, now)
+	g.mu.Unlock()
+	checked := g.check(ctx, toCheck)
+
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	key := keyOf(owner)
+	g.remember(key, toCheck, checked, now)
+	for path, err := range checked {
+		refused[path] = err
+	}
 	if g.retired {
 		return &Result{Inventory: prev, Pending: true}, ErrRetired
 	}
@@ -205,6 +226,10 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		cur := g.current(f.path)
 		if other := fileOwnerOther(owner, cur); other != "" {
 			errs = append(errs, fmt.Errorf("%s: held by %s, not committed for %s", f.id.Describe(), other, owner))
+			continue
+		}
+		if err := refused[f.path]; err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if err := seal(g.opts.Encrypter, f, cur); err != nil {

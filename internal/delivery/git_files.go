@@ -40,6 +40,8 @@ type gitFile struct {
 	path    string // relative to the sink's path
 	data    []byte
 	secret  []byte // plaintext manifest of a Secret, encrypted on commit
+	// obj is the object as Flux will apply it, for checks before a commit.
+	obj *unstructured.Unstructured
 }
 
 // fileHeader starts every plain file, for people browsing the repository.
@@ -61,7 +63,7 @@ func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding YAML: %w", it.id.Describe(), err)
 	}
-	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name)}
+	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name), obj: it.obj}
 	if canon.IsSecret(it.gvk) {
 		f.secret = data
 		return f, nil

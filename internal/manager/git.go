@@ -145,6 +145,9 @@ func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delive
 		Reader:    mgr.GetClient(),
 		Scheme:    mgr.GetScheme(),
 		Encrypter: enc,
+		// The folder is applied to the management cluster: check objects
+		// there before they are committed.
+		Validator: &delivery.DryRun{Client: mgr.GetClient()},
 		Window:    o.CommitWindow,
 		Message:   o.CommitMessage,
 		Flux: delivery.FluxTarget{

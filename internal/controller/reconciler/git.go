@@ -39,6 +39,8 @@ func KustomizationObject() client.Object {
 // commitReason names why the Git sink could not commit an owner's changes.
 func commitReason(err error) string {
 	switch {
+	case delivery.IsRefused(err):
+		return commonv1.ObjectRefusedReason
 	case delivery.IsNoRecipients(err):
 		return commonv1.NoEncryptionRecipientsReason
 	case gitrepo.IsCredentials(err):
@@ -62,6 +64,11 @@ func commitReason(err error) string {
 // returns the revision to check with Flux, empty when there is none yet.
 func RecordCommit(obj conditions.Setter, d *commonv1.DeliveryStatus, res *delivery.Result, err error) string {
 	switch {
+	case err != nil && delivery.IsRefused(err):
+		// Refused objects wait for a new spec; the owner's other changes
+		// are committed.
+		conditions.MarkFalse(obj, commonv1.CommittedCondition, commonv1.ObjectRefusedReason, "%s", err)
+		return ""
 	case err != nil && res != nil && res.Pending:
 		conditions.MarkFalse(obj, commonv1.CommittedCondition, commitReason(err),
 			"changes wait for the next commit, which failed: %s", err)

@@ -1,0 +1,125 @@
+package delivery
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"time"
+)
+
+// Bounds of the memo of refused files.
+const (
+	// refusalTTL is how long a refusal is remembered: the same content is
+	// not checked again within it, so an owner that keeps failing costs no
+	// request per reconcile. A new schema is seen after it.
+	refusalTTL = 10 * time.Minute
+	// maxRefusals bounds the memo; past it the oldest refusal is forgotten.
+	maxRefusals = 4096
+)
+
+// refusal is the memo of a file's content the sink refused.
+type refusal struct {
+	sum   [sha256.Size]byte
+	owner ownerKey
+	err   error
+	at    time.Time
+}
+
+// contentSum digests the plaintext a file would commit.
+func contentSum(f *gitFile) [sha256.Size]byte {
+	if f.secret != nil {
+		return sha256.Sum256(f.secret)
+	}
+	return sha256.Sum256(f.data)
+}
+
+// changedFiles returns the files of owner whose content differs from what
+// the sink holds or has queued for their path, and the refusals it
+// remembers for the others' content; those are checked before they are
+// queued. Nothing is returned while the sink is not open, which Apply
+// reports. Callers hold g.mu.
+func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (check []*gitFile, refused map[string]error) {
+	refused = map[string]error{}
+	if g.repo == nil || g.retired {
+		return nil, refused
+	}
+	for _, f := range files {
+		cur := g.current(f.path)
+		if fileOwnerOther(owner, cur) != "" {
+			continue // refused below, at no cost
+		}
+		if f.secret != nil {
+			if g.opts.Encrypter == nil || (cur != nil && g.opts.Encrypter.Unchanged(cur, f.secret)) {
+				continue
+			}
+		} else if bytes.Equal(cur, f.data) {
+			continue
+		}
+		if r, ok := g.refusals[f.path]; ok && r.sum == contentSum(f) && now.Sub(r.at) < refusalTTL {
+			refused[f.path] = r.err
+			continue
+		}
+		check = append(check, f)
+	}
+	return check, refused
+}
+
+// check validates files outside the sink's lock: their size, then the
+// Validator's dry run. It returns the errors of the files that may not be
+// queued, by path.
+func (g *Git) check(ctx context.Context, files []*gitFile) map[string]error {
+	out := map[string]error{}
+	for _, f := range files {
+		err := checkSize(f.obj)
+		if err == nil {
+			if v := g.opts.Validator; v != nil {
+				err = v.Validate(ctx, f.obj)
+			}
+		} else {
+			err = &RefusedError{Object: f.id.Describe(), Err: err}
+		}
+		if err != nil {
+			out[f.path] = err
+		}
+	}
+	return out
+}
+
+// remember records the outcome of checks of owner's files: refusals are
+// kept, and a path whose content passed forgets its refusal. Errors that
+// are not refusals are not kept: they are tried again. Callers hold g.mu.
+func (g *Git) remember(owner ownerKey, checked []*gitFile, errs map[string]error, now time.Time) {
+	for _, f := range checked {
+		err := errs[f.path]
+		if err == nil || !IsRefused(err) {
+			delete(g.refusals, f.path)
+			continue
+		}
+		if _, ok := g.refusals[f.path]; !ok && len(g.refusals) >= maxRefusals {
+			g.forgetOldestRefusal()
+		}
+		g.refusals[f.path] = refusal{sum: contentSum(f), owner: owner, err: err, at: now}
+	}
+}
+
+// forgetOldestRefusal drops the oldest refusal. Callers hold g.mu.
+func (g *Git) forgetOldestRefusal() {
+	var oldest string
+	var at time.Time
+	for path, r := range g.refusals {
+		if oldest == "" || r.at.Before(at) {
+			oldest, at = path, r.at
+		}
+	}
+	delete(g.refusals, oldest)
+}
+
+// forgetRefusals drops the refusals of an owner that is gone. Callers
+// hold g.mu.
+func (g *Git) forgetRefusals(owner ownerKey) {
+	for path, r := range g.refusals {
+		if r.owner == owner {
+			delete(g.refusals, path)
+		}
+	}
+}
