@@ -19,6 +19,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/notice"
@@ -53,7 +54,7 @@ type GitOptions struct {
 	// Validator checks each object whose content changed before it is
 	// queued, e.g. a DryRun on the cluster Flux applies the folder to; an
 	// object it refuses fails its owner only. nil checks sizes only.
-	Validator Validator
+	Validator check.Validator
 	// Window is how long changes are collected into one commit
 	// (DefaultCommitWindow when zero).
 	Window time.Duration
@@ -166,7 +167,7 @@ func (g *Git) Mode() string { return ModeGit }
 // is queued and not yet committed, so that a restart finds them again.
 // A file whose content changed is checked before it is queued (its size,
 // then the Validator): one the API server would refuse is not queued, its
-// error is a RefusedError, and the owner's other files go on.
+// error is a check.RefusedError, and the owner's other files go on.
 func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, err
@@ -208,7 +209,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.remember(key, toCheck, checked, now)
+	g.remember(toCheck, checked, now)
 	for path, err := range checked {
 		refused[path] = err
 	}

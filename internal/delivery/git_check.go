@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"time"
+
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 )
 
 // Bounds of the memo of refused files.
@@ -13,16 +15,15 @@ const (
 	// not checked again within it, so an owner that keeps failing costs no
 	// request per reconcile. A new schema is seen after it.
 	refusalTTL = 10 * time.Minute
-	// maxRefusals bounds the memo; past it the oldest refusal is forgotten.
+	// maxRefusals bounds the memo; a full memo starts anew.
 	maxRefusals = 4096
 )
 
 // refusal is the memo of a file's content the sink refused.
 type refusal struct {
-	sum   [sha256.Size]byte
-	owner ownerKey
-	err   error
-	at    time.Time
+	sum [sha256.Size]byte
+	err error
+	at  time.Time
 }
 
 // contentSum digests the plaintext a file would commit.
@@ -70,13 +71,9 @@ func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (check 
 func (g *Git) check(ctx context.Context, files []*gitFile) map[string]error {
 	out := map[string]error{}
 	for _, f := range files {
-		err := checkSize(f.obj)
-		if err == nil {
-			if v := g.opts.Validator; v != nil {
-				err = v.Validate(ctx, f.obj)
-			}
-		} else {
-			err = &RefusedError{Object: f.id.Describe(), Err: err}
+		err := check.Size(f.obj)
+		if v := g.opts.Validator; err == nil && v != nil {
+			err = v.Validate(ctx, f.obj)
 		}
 		if err != nil {
 			out[f.path] = err
@@ -85,41 +82,19 @@ func (g *Git) check(ctx context.Context, files []*gitFile) map[string]error {
 	return out
 }
 
-// remember records the outcome of checks of owner's files: refusals are
+// remember records the outcome of checks of files: refusals are
 // kept, and a path whose content passed forgets its refusal. Errors that
 // are not refusals are not kept: they are tried again. Callers hold g.mu.
-func (g *Git) remember(owner ownerKey, checked []*gitFile, errs map[string]error, now time.Time) {
+func (g *Git) remember(checked []*gitFile, errs map[string]error, now time.Time) {
 	for _, f := range checked {
 		err := errs[f.path]
-		if err == nil || !IsRefused(err) {
+		if err == nil || !check.IsRefused(err) {
 			delete(g.refusals, f.path)
 			continue
 		}
-		if _, ok := g.refusals[f.path]; !ok && len(g.refusals) >= maxRefusals {
-			g.forgetOldestRefusal()
+		if len(g.refusals) >= maxRefusals {
+			clear(g.refusals)
 		}
-		g.refusals[f.path] = refusal{sum: contentSum(f), owner: owner, err: err, at: now}
-	}
-}
-
-// forgetOldestRefusal drops the oldest refusal. Callers hold g.mu.
-func (g *Git) forgetOldestRefusal() {
-	var oldest string
-	var at time.Time
-	for path, r := range g.refusals {
-		if oldest == "" || r.at.Before(at) {
-			oldest, at = path, r.at
-		}
-	}
-	delete(g.refusals, oldest)
-}
-
-// forgetRefusals drops the refusals of an owner that is gone. Callers
-// hold g.mu.
-func (g *Git) forgetRefusals(owner ownerKey) {
-	for path, r := range g.refusals {
-		if r.owner == owner {
-			delete(g.refusals, path)
-		}
+		g.refusals[f.path] = refusal{sum: contentSum(f), err: err, at: now}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 )
 
 // serviceSet returns a desired ServiceSet of the k0rdent test CRD; cluster
@@ -54,7 +56,7 @@ func dryRuns(reqs []string) []string {
 func checkedGit(t *testing.T, srv *gitServer) *Git {
 	return startGit(t, srv, func(o *GitOptions) {
 		o.Encrypter = &fakeSealer{}
-		o.Validator = &DryRun{Client: mgr.GetClient()}
+		o.Validator = &check.DryRun{Client: mgr.GetClient()}
 	})
 }
 
@@ -93,14 +95,14 @@ func TestGitApply_RefusedObjectsFailTheirOwnerOnly(t *testing.T) {
 	g.Expect(resGood.Pending).To(BeTrue(), "the good owner's objects are queued in the same window")
 
 	t.Logf("refusals:\n%v\n%v", errLarge, errInvalid)
-	g.Expect(IsRefused(errLarge)).To(BeTrue(), "error: %v", errLarge)
+	g.Expect(check.IsRefused(errLarge)).To(BeTrue(), "error: %v", errLarge)
 	g.Expect(apierrors.IsInvalid(errLarge)).To(BeTrue(), "a refusal looks like the server's Invalid answer")
 	g.Expect(errLarge.Error()).To(And(ContainSubstring("Secret "+ns+"/values"), ContainSubstring("data: Too long")))
 	g.Expect(errLarge.Error()).NotTo(ContainSubstring("vvvv"), "no value in the message")
 	g.Expect(resLarge.Pending).To(BeFalse())
 	g.Expect(resLarge.Inventory.Entries).To(BeEmpty())
 
-	g.Expect(IsRefused(errInvalid)).To(BeTrue(), "error: %v", errInvalid)
+	g.Expect(check.IsRefused(errInvalid)).To(BeTrue(), "error: %v", errInvalid)
 	g.Expect(apierrors.IsInvalid(errInvalid)).To(BeTrue())
 	g.Expect(errInvalid.Error()).To(And(ContainSubstring("ServiceSet "+ns+"/invalid"), ContainSubstring(".spec.cluster")))
 	g.Expect(resInvalid.Pending).To(BeFalse())
@@ -121,8 +123,8 @@ func TestGitApply_RefusedObjectsFailTheirOwnerOnly(t *testing.T) {
 		_, errLarge = s.Apply(ctx, large, largeSet(), nil)
 		_, errInvalid = s.Apply(ctx, invalid, invalidSet(), nil)
 	})
-	g.Expect(IsRefused(errLarge)).To(BeTrue())
-	g.Expect(IsRefused(errInvalid)).To(BeTrue())
+	g.Expect(check.IsRefused(errLarge)).To(BeTrue())
+	g.Expect(check.IsRefused(errInvalid)).To(BeTrue())
 	g.Expect(reqs).To(BeEmpty())
 	g.Consistently(func() int { return len(history(t, srv)) }).WithTimeout(time.Second).Should(Equal(before + 1))
 }
@@ -146,7 +148,7 @@ func TestGitApply_ARefusedChangeKeepsTheCommittedVersion(t *testing.T) {
 
 	cluster = map[string]any{"name": "cluster-b"}
 	again, err := s.Apply(context.Background(), owner, set(), res.Inventory)
-	g.Expect(IsRefused(err)).To(BeTrue(), "error: %v", err)
+	g.Expect(check.IsRefused(err)).To(BeTrue(), "error: %v", err)
 	g.Expect(again.Pending).To(BeFalse())
 	g.Expect(again.Inventory).To(Equal(res.Inventory), "the committed object stays and is not pruned")
 	g.Consistently(func() int { return len(history(t, srv)) }).WithTimeout(time.Second).Should(Equal(commits))

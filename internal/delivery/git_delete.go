@@ -62,7 +62,6 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 	g.mu.Lock()
 	delete(g.ownerRev, key)
 	delete(g.ownerErr, key)
-	g.forgetRefusals(key)
 	g.mu.Unlock()
 	return true, nil
 }

@@ -1,4 +1,8 @@
-package delivery
+// Package check tells whether the API server would accept an object before
+// a Git sink commits it: a size bound per kind, and a server-side apply dry
+// run. Flux applies a folder as one Kustomization, so one object the server
+// refuses would fail the apply for every owner of the folder.
+package check
 
 import (
 	"context"
@@ -14,20 +18,17 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
-// Validator tells whether the cluster a Git sink's folder is applied to
-// would accept an object, before the sink commits it.
+// Validator tells whether a cluster would accept an object.
 type Validator interface {
 	// Validate returns nil when the cluster accepts obj or cannot tell,
-	// an error that IsRefused reports when it refuses obj, and another
-	// error when it could not answer now (the object waits for a retry).
-	// It must not modify obj.
+	// a RefusedError when it refuses obj, and another error when it could
+	// not answer now (the object waits for a retry). It does not modify obj.
 	Validate(ctx context.Context, obj *unstructured.Unstructured) error
 }
 
-// RefusedError is an object the Git sink does not commit because the API
-// server would refuse it: committed, it would fail the Flux Kustomization
-// that applies the whole folder, for every owner. It unwraps to the
-// server's Invalid answer, which names the refused field.
+// RefusedError is an object the API server would refuse. It unwraps to the
+// server's Invalid answer, which names the refused field, so callers that
+// treat Invalid answers as terminal treat it the same.
 type RefusedError struct {
 	// Object names the object, "Kind namespace/name".
 	Object string
@@ -48,13 +49,15 @@ func IsRefused(err error) bool {
 }
 
 // DryRun is the Validator of a cluster: a server-side apply of the object
-// with dryRun=All, as the field manager DefaultFieldManager that takes
-// over conflicting fields (Flux applies them under its own), so that the
-// server validates the object against the kind's real schema and the live
-// object without storing anything. One API request per call.
+// with dryRun=All, by a field manager that takes over conflicting fields
+// (Flux applies them under its own), so that the server validates the
+// object against the kind's real schema and the live object and stores
+// nothing. One API request per call.
 type DryRun struct {
-	// Client writes to the cluster the folder is applied to.
+	// Client writes to the cluster.
 	Client client.Client
+	// FieldManager of the dry runs; "apiary" when empty.
+	FieldManager string
 }
 
 var _ Validator = (*DryRun)(nil)
@@ -69,12 +72,16 @@ const typedPatchFailure = "failed to create typed patch object"
 // failures of server-side apply are refusals. Answers that say nothing of
 // obj are not: an unserved kind, a forbidden dry run (RBAC, or an
 // admission webhook that judges other objects, which the same commit may
-// bring) and a missing namespace (the same commit may bring it) let it
-// through unchecked. Anything else (timeouts, throttling, server errors)
-// is returned for a retry.
+// bring), a missing namespace (the same commit may bring it), a webhook
+// without dry-run support. Anything else (timeouts, throttling, server
+// errors) is returned for a retry.
 func (d *DryRun) Validate(ctx context.Context, obj *unstructured.Unstructured) error {
+	manager := d.FieldManager
+	if manager == "" {
+		manager = "apiary"
+	}
 	err := d.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
-		client.DryRunAll, client.ForceOwnership, client.FieldOwner(DefaultFieldManager))
+		client.DryRunAll, client.ForceOwnership, client.FieldOwner(manager))
 	name := canon.Describe(obj.GetKind(), obj.GetNamespace(), obj.GetName())
 	switch {
 	case err == nil:

@@ -1,4 +1,4 @@
-package delivery
+package check
 
 import (
 	"encoding/base64"
@@ -10,11 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
-// Size bounds of the objects the Git sink commits. A dry run does not reach
-// etcd, so it cannot tell an object too large to store: the sink checks
-// sizes itself, one bound per kind.
+// Size bounds of the objects a Git sink commits. A dry run does not reach
+// etcd, so it cannot tell an object too large to store: Size checks sizes
+// itself, one bound per kind.
 const (
 	// MaxDataBytes bounds the data of a Secret or a ConfigMap: the API
 	// server's own validation refuses more than 1 MiB of values (keys are
@@ -27,17 +29,20 @@ const (
 	MaxObjectBytes = 1 << 20
 )
 
-// checkSize refuses an object that is larger than its kind's bound, with an
-// Invalid error as the API server's own refusal would be.
-func checkSize(obj *unstructured.Unstructured) error {
+// Size refuses an object that is larger than its kind's bound: a
+// RefusedError with an Invalid answer, as the API server's own would be.
+func Size(obj *unstructured.Unstructured) error {
 	gvk := obj.GroupVersionKind()
+	refused := func(field, why string) error {
+		return &RefusedError{Object: canon.Describe(gvk.Kind, obj.GetNamespace(), obj.GetName()),
+			Err: invalid(gvk.GroupKind(), obj.GetName(), field, why)}
+	}
 	if gvk.Group == "" && (gvk.Kind == "Secret" || gvk.Kind == "ConfigMap") {
 		n := dataBytes(obj.Object)
 		if n <= MaxDataBytes {
 			return nil
 		}
-		return invalid(gvk.GroupKind(), obj.GetName(), "data",
-			fmt.Sprintf("Too long: holds %d bytes of values, more than the %d bytes a %s may hold", n, MaxDataBytes, gvk.Kind))
+		return refused("data", fmt.Sprintf("Too long: holds %d bytes of values, more than the %d bytes a %s may hold", n, MaxDataBytes, gvk.Kind))
 	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
@@ -46,8 +51,7 @@ func checkSize(obj *unstructured.Unstructured) error {
 	if len(data) <= MaxObjectBytes {
 		return nil
 	}
-	return invalid(gvk.GroupKind(), obj.GetName(), "",
-		fmt.Sprintf("Too long: its JSON encoding is %d bytes, more than the %d bytes Apiary commits of one object", len(data), MaxObjectBytes))
+	return refused("", fmt.Sprintf("Too long: its JSON encoding is %d bytes, more than the %d bytes Apiary commits of one object", len(data), MaxObjectBytes))
 }
 
 // dataBytes is the size of the values of a Secret or ConfigMap as the API

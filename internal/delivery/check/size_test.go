@@ -1,4 +1,4 @@
-package delivery
+package check
 
 import (
 	"encoding/base64"
@@ -41,14 +41,15 @@ func TestCheckSize(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := checkSize(tc.obj)
+			err := Size(tc.obj)
 			if tc.refused == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return
 			}
 			g.Expect(err).To(MatchError(ContainSubstring(tc.refused)))
+			g.Expect(IsRefused(err)).To(BeTrue())
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue())
-			g.Expect(err.Error()).To(HavePrefix(tc.obj.GetKind() + ` "o" is invalid: `))
+			g.Expect(err.Error()).To(HavePrefix(tc.obj.GetKind() + ` ns/o: not committed, the API server would refuse it: ` + tc.obj.GetKind() + ` "o" is invalid: `))
 			g.Expect(err.Error()).NotTo(ContainSubstring("xxxx"), "no value in the message")
 		})
 	}
