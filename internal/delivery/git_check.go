@@ -50,7 +50,11 @@ func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (check 
 			continue // refused below, at no cost
 		}
 		if f.secret != nil {
-			if g.opts.Encrypter == nil || (cur != nil && g.opts.Encrypter.Unchanged(cur, f.secret)) {
+			if g.opts.Encrypter == nil {
+				continue // refused below, at no cost
+			}
+			if cur != nil && g.opts.Encrypter.Unchanged(cur, f.secret) {
+				f.holds = cur
 				continue
 			}
 		} else if bytes.Equal(cur, f.data) {

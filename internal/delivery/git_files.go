@@ -42,6 +42,9 @@ type gitFile struct {
 	secret  []byte // plaintext manifest of a Secret, encrypted on commit
 	// obj is the object as Flux will apply it, for checks before a commit.
 	obj *unstructured.Unstructured
+	// holds is committed content found to hold secret's plaintext, so
+	// that seal does not compare it again.
+	holds []byte
 }
 
 // fileHeader starts every plain file, for people browsing the repository.
@@ -81,7 +84,7 @@ func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
 	if enc == nil {
 		return fmt.Errorf("%s: %w", f.id.Describe(), ErrNoRecipients)
 	}
-	if current != nil && enc.Unchanged(current, f.secret) {
+	if current != nil && (bytes.Equal(f.holds, current) || enc.Unchanged(current, f.secret)) {
 		f.data = current
 		return nil
 	}
