@@ -198,21 +198,9 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		files = append(files, f)
 	}
 
-	// Check the changed files before queueing them, outside the lock: a
-	// check may be an API request. Unchanged files cost nothing.
-	key := keyOf(owner)
-	now := time.Now()
-	g.mu.Lock()
-	toCheck, refused := g.changedFiles(owner, files, now)
-	g.mu.Unlock()
-	checked := g.check(ctx, toCheck)
-
-	g.mu.Lock()
+	refused := g.lockChecked(ctx, owner, files)
 	defer g.mu.Unlock()
-	g.remember(toCheck, checked, now)
-	for path, err := range checked {
-		refused[path] = err
-	}
+	key := keyOf(owner)
 	if g.retired {
 		return &Result{Inventory: prev, Pending: true}, ErrRetired
 	}

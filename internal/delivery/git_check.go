@@ -34,12 +34,36 @@ func contentSum(f *gitFile) [sha256.Size]byte {
 	return sha256.Sum256(f.data)
 }
 
+// lockChecked checks owner's changed files and returns with g.mu held,
+// and the errors of the files that may not be queued, by path. The checks
+// run outside the lock: a check may be an API request. Unchanged files
+// cost nothing. A clone that opened meanwhile is checked against anew.
+func (g *Git) lockChecked(ctx context.Context, owner Owner, files []*gitFile) map[string]error {
+	for {
+		now := time.Now()
+		g.mu.Lock()
+		open := g.repo != nil && !g.retired
+		toCheck, refused := g.changedFiles(owner, files, now)
+		g.mu.Unlock()
+		errs := g.checkFiles(ctx, toCheck)
+		g.mu.Lock()
+		g.remember(toCheck, errs, now)
+		for path, err := range errs {
+			refused[path] = err
+		}
+		if open || g.repo == nil || g.retired {
+			return refused
+		}
+		g.mu.Unlock()
+	}
+}
+
 // changedFiles returns the files of owner whose content differs from what
 // the sink holds or has queued for their path, and the refusals it
 // remembers for the others' content; those are checked before they are
 // queued. Nothing is returned while the sink is not open, which Apply
 // reports. Callers hold g.mu.
-func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (check []*gitFile, refused map[string]error) {
+func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (toCheck []*gitFile, refused map[string]error) {
 	refused = map[string]error{}
 	if g.repo == nil || g.retired {
 		return nil, refused
@@ -64,15 +88,14 @@ func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (check 
 			refused[f.path] = r.err
 			continue
 		}
-		check = append(check, f)
+		toCheck = append(toCheck, f)
 	}
-	return check, refused
+	return toCheck, refused
 }
 
-// check validates files outside the sink's lock: their size, then the
-// Validator's dry run. It returns the errors of the files that may not be
-// queued, by path.
-func (g *Git) check(ctx context.Context, files []*gitFile) map[string]error {
+// checkFiles validates files: their size, then the Validator's dry run.
+// It returns the errors of the files that may not be queued, by path.
+func (g *Git) checkFiles(ctx context.Context, files []*gitFile) map[string]error {
 	out := map[string]error{}
 	for _, f := range files {
 		err := check.Size(f.obj)
