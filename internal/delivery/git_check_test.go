@@ -201,3 +201,53 @@ func TestGitApply_DryRunsOnlyChangedObjects(t *testing.T) {
 	g.Expect(dryRuns(reqs)).To(HaveLen(1), "only the changed object is checked: %v", reqs)
 	g.Expect(reqs).To(HaveLen(1))
 }
+
+// TestDryRun_Answers: what the API server's answers to a dry run mean, one
+// request each.
+func TestDryRun_Answers(t *testing.T) {
+	skipWithoutEnv(t)
+	ns := env.NewNamespace(t, "dryrun")
+	v := &check.DryRun{Client: mgr.GetClient()}
+	noProvider := serviceSet(ns, "no-provider", "c")
+	unstructured.RemoveNestedField(noProvider.Object, "spec", "provider")
+	for _, tc := range []struct {
+		name    string
+		obj     *unstructured.Unstructured
+		refused string // a part of the message; "" when let through
+	}{
+		{"valid", serviceSet(ns, "ok", "c"), ""},
+		{"a required field missing", noProvider, "spec.provider: Required value"},
+		{"a field of the wrong type", serviceSet(ns, "typed", true), ".spec.cluster: expected string"},
+		{"a field the schema does not declare", func() *unstructured.Unstructured {
+			o := serviceSet(ns, "undeclared", "c")
+			_ = unstructured.SetNestedField(o.Object, "x", "spec", "notInTheSchema")
+			return o
+		}(), ".spec.notInTheSchema: field not declared in schema"},
+		{"an invalid name", configMap(ns, "Not_A_Name", nil), "metadata.name: Invalid value"},
+		{"a namespace that does not exist yet", serviceSet(ns+"-later", "ok", "c"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			before := tc.obj.DeepCopy()
+			var err error
+			reqs := requests.during(func() { err = v.Validate(context.Background(), tc.obj) })
+			g.Expect(dryRuns(reqs)).To(HaveLen(1), "%v", reqs)
+			g.Expect(tc.obj).To(Equal(before), "the object is not modified")
+			if tc.refused == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(check.IsRefused(err)).To(BeTrue(), "error: %v", err)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue())
+			g.Expect(err).To(MatchError(ContainSubstring(tc.refused)))
+		})
+	}
+	// Nothing was stored.
+	list := &unstructured.UnstructuredList{}
+	list.SetAPIVersion("k0rdent.mirantis.com/v1beta1")
+	list.SetKind("ServiceSetList")
+	NewWithT(t).Expect(env.Client.List(context.Background(), list)).To(Succeed())
+	for _, o := range list.Items {
+		NewWithT(t).Expect(o.GetNamespace()).NotTo(Equal(ns))
+	}
+}
