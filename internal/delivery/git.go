@@ -19,6 +19,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/notice"
@@ -50,6 +51,10 @@ type GitOptions struct {
 	Scheme *runtime.Scheme
 	// Encrypter seals Secrets; nil refuses every Secret (ErrNoRecipients).
 	Encrypter SecretEncrypter
+	// Validator checks each object whose content changed before it is
+	// queued, e.g. a DryRun on the cluster Flux applies the folder to; an
+	// object it refuses fails its owner only. nil checks sizes only.
+	Validator check.Validator
 	// Window is how long changes are collected into one commit
 	// (DefaultCommitWindow when zero).
 	Window time.Duration
@@ -109,9 +114,10 @@ type Git struct {
 	perOwner map[ownerKey]int // pending files per owner
 	ownerRev map[ownerKey]string
 	ownerErr map[ownerKey]error
-	refused  map[ownerKey]bool // owners turned away before the clone opened
-	sweeps   []sweepRequest    // sweeps asked for before the clone opened
-	retired  bool              // the path was removed (Retire)
+	refused  map[ownerKey]bool  // owners turned away before the clone opened
+	refusals map[string]refusal // files whose content a check refused
+	sweeps   []sweepRequest     // sweeps asked for before the clone opened
+	retired  bool               // the path was removed (Retire)
 	notices  notice.Board
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
@@ -145,6 +151,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 		ownerRev: map[ownerKey]string{},
 		ownerErr: map[ownerKey]error{},
 		refused:  map[ownerKey]bool{},
+		refusals: map[string]refusal{},
 		syncs:    metrics.NewSyncTracker(opts.Repo.URL),
 	}, nil
 }
@@ -158,6 +165,9 @@ func (g *Git) Mode() string { return ModeGit }
 // failed commit, if any); otherwise its Revision is the commit that holds
 // the owner's files. The returned inventory keeps the entries whose removal
 // is queued and not yet committed, so that a restart finds them again.
+// A file whose content changed is checked before it is queued (its size,
+// then the Validator): one the API server would refuse is not queued, its
+// error is a check.RefusedError, and the owner's other files go on.
 func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
 	if err := owner.Validate(); err != nil {
 		return nil, err
@@ -188,7 +198,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		files = append(files, f)
 	}
 
-	g.mu.Lock()
+	refused := g.lockChecked(ctx, owner, files)
 	defer g.mu.Unlock()
 	key := keyOf(owner)
 	if g.retired {
@@ -205,6 +215,10 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		cur := g.current(f.path)
 		if other := fileOwnerOther(owner, cur); other != "" {
 			errs = append(errs, fmt.Errorf("%s: held by %s, not committed for %s", f.id.Describe(), other, owner))
+			continue
+		}
+		if err := refused[f.path]; err != nil {
+			errs = append(errs, err)
 			continue
 		}
 		if err := seal(g.opts.Encrypter, f, cur); err != nil {

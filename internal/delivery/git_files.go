@@ -40,6 +40,11 @@ type gitFile struct {
 	path    string // relative to the sink's path
 	data    []byte
 	secret  []byte // plaintext manifest of a Secret, encrypted on commit
+	// obj is the object as Flux will apply it, for checks before a commit.
+	obj *unstructured.Unstructured
+	// holds is committed content found to hold secret's plaintext, so
+	// that seal does not compare it again.
+	holds []byte
 }
 
 // fileHeader starts every plain file, for people browsing the repository.
@@ -61,7 +66,7 @@ func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructure
 	if err != nil {
 		return nil, fmt.Errorf("%s: encoding YAML: %w", it.id.Describe(), err)
 	}
-	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name)}
+	f := &gitFile{id: it.id, version: it.gvk.Version, path: gitrepo.ObjectPath(it.id.Namespace, it.id.Kind, it.id.Name), obj: it.obj}
 	if canon.IsSecret(it.gvk) {
 		f.secret = data
 		return f, nil
@@ -79,7 +84,7 @@ func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
 	if enc == nil {
 		return fmt.Errorf("%s: %w", f.id.Describe(), ErrNoRecipients)
 	}
-	if current != nil && enc.Unchanged(current, f.secret) {
+	if current != nil && (bytes.Equal(f.holds, current) || enc.Unchanged(current, f.secret)) {
 		f.data = current
 		return nil
 	}

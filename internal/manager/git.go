@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
@@ -145,6 +146,9 @@ func gitSinkOptions(ctx context.Context, mgr ctrl.Manager, o GitOptions) (delive
 		Reader:    mgr.GetClient(),
 		Scheme:    mgr.GetScheme(),
 		Encrypter: enc,
+		// The folder is applied to the management cluster: check objects
+		// there before they are committed.
+		Validator: &check.DryRun{Client: mgr.GetClient(), FieldManager: delivery.DefaultFieldManager},
 		Window:    o.CommitWindow,
 		Message:   o.CommitMessage,
 		Flux: delivery.FluxTarget{

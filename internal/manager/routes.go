@@ -53,6 +53,9 @@ func (d *deps) newRouteSinks(ctx context.Context, mgr ctrl.Manager, o GitOptions
 		return d.newGitSink(ctx, mgr, ro, func(opts *delivery.GitOptions) {
 			current := d.children.Current(regional)
 			opts.Mapper, opts.Reader = current, current
+			// The routes are applied to the regional cluster, whose kinds
+			// the management cluster does not serve: sizes only.
+			opts.Validator = nil
 			opts.Logger = mgr.GetLogger().WithName("git-routes").WithValues("regionalCluster", regional.String())
 		})
 	}

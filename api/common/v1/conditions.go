@@ -38,6 +38,9 @@ const (
 	GitPushRejectedReason        = "GitPushRejected"
 	InvalidTreeReason            = "InvalidTree"
 	NoEncryptionRecipientsReason = "NoEncryptionRecipients"
+	// ObjectRefusedReason: the API server would refuse a rendered object
+	// (a dry run, or its size), so it was not committed.
+	ObjectRefusedReason = "ObjectRefused"
 	// InvalidGitCredentialsReason: the credentials Secret is missing or
 	// holds nothing usable; nothing was fetched or pushed.
 	InvalidGitCredentialsReason = "InvalidGitCredentials"

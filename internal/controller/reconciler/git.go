@@ -12,6 +12,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
@@ -40,6 +41,8 @@ func KustomizationObject() client.Object {
 // commitReason names why the Git sink could not commit an owner's changes.
 func commitReason(err error) string {
 	switch {
+	case check.IsRefused(err):
+		return commonv1.ObjectRefusedReason
 	case delivery.IsNoRecipients(err):
 		return commonv1.NoEncryptionRecipientsReason
 	case gitrepo.IsCredentials(err):
@@ -63,6 +66,11 @@ func commitReason(err error) string {
 // returns the revision to check with Flux, empty when there is none yet.
 func RecordCommit(obj conditions.Setter, d *commonv1.DeliveryStatus, res *delivery.Result, err error) string {
 	switch {
+	case err != nil && check.IsRefused(err):
+		// Refused objects wait for a new spec; the owner's other changes
+		// are committed.
+		conditions.MarkFalse(obj, commonv1.CommittedCondition, commonv1.ObjectRefusedReason, "%s", err)
+		return ""
 	case err != nil && res != nil && res.Pending:
 		conditions.MarkFalse(obj, commonv1.CommittedCondition, commitReason(err),
 			"changes wait for the next commit, which failed: %s", err)

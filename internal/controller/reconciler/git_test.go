@@ -7,10 +7,13 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -18,6 +21,7 @@ import (
 // condition a user reads: one reason per cause.
 func TestRecordCommit(t *testing.T) {
 	wrap := func(err error) error { return fmt.Errorf("pushing to https://git.example.com/fleet.git: %w", err) }
+	refused := &check.RefusedError{Object: "ServiceSet ns/ss", Err: apierrors.NewInvalid(schema.GroupKind{Kind: "ServiceSet"}, "ss", nil)}
 	tests := []struct {
 		name       string
 		res        *delivery.Result
@@ -38,6 +42,8 @@ func TestRecordCommit(t *testing.T) {
 		{"not open", &delivery.Result{Pending: true}, fmt.Errorf("%w: %w", delivery.ErrNotOpen, gitrepo.ErrUnreachable), "False", commonv1.GitUnreachableReason, ""},
 		{"no recipients", &delivery.Result{}, fmt.Errorf("Secret ns/values: %w", delivery.ErrNoRecipients), "False", commonv1.NoEncryptionRecipientsReason, ""},
 		{"other", &delivery.Result{Pending: true}, errors.New("disk full"), "False", commonv1.DeliveryFailedReason, ""},
+		{"refused", &delivery.Result{Revision: "abc123"}, refused, "False", commonv1.ObjectRefusedReason, ""},
+		{"refused, others pending", &delivery.Result{Pending: true}, errors.Join(refused), "False", commonv1.ObjectRefusedReason, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -51,6 +57,9 @@ func TestRecordCommit(t *testing.T) {
 			g.Expect(c.Reason).To(Equal(tt.wantReason))
 			g.Expect(rev).To(Equal(tt.wantRev))
 			g.Expect(d.Revision).To(Equal(tt.wantRev))
+			if check.IsRefused(tt.err) {
+				g.Expect(TerminalDeliveryErr(tt.err)).To(BeTrue(), "a refusal waits for a new spec, as an Invalid answer does")
+			}
 			_, _, pending := GitPending(obj)
 			g.Expect(pending).To(Equal(tt.wantStatus != "True"))
 		})
