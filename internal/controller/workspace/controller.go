@@ -48,10 +48,10 @@ type Reconciler struct {
 	client.Client
 	// APIReader reads what the manager does not cache: values Secrets and
 	// ConfigMaps, and events for failure forensics.
-	APIReader     client.Reader
+	APIReader client.Reader
 	// ValuesReader reads valuesFrom Secrets and ConfigMaps; APIReader when
 	// nil (see --values-from-service-account).
-	ValuesReader client.Reader
+	ValuesReader  client.Reader
 	EventRecorder events.EventRecorder
 	// Bundles resolves bundles: by name, or from a ConfigMap.
 	Bundles *render.Resolver
