@@ -20,6 +20,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/delivery/check"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/notice"
@@ -49,8 +50,8 @@ type GitOptions struct {
 	Reader client.Reader
 	// Scheme decides which kinds Reader reads as typed objects.
 	Scheme *runtime.Scheme
-	// Encrypter seals Secrets; nil refuses every Secret (ErrNoRecipients).
-	Encrypter SecretEncrypter
+	// Encrypter seals Secrets; nil refuses every Secret (seal.ErrNoRecipients).
+	Encrypter seal.Encrypter
 	// Validator checks each object whose content changed before it is
 	// queued, e.g. a DryRun on the cluster Flux applies the folder to; an
 	// object it refuses fails its owner only. nil checks sizes only.
@@ -114,10 +115,10 @@ type Git struct {
 	perOwner map[ownerKey]int // pending files per owner
 	ownerRev map[ownerKey]string
 	ownerErr map[ownerKey]error
-	refused  map[ownerKey]bool  // owners turned away before the clone opened
-	refusals map[string]refusal // files whose content a check refused
-	sweeps   []sweepRequest     // sweeps asked for before the clone opened
-	retired  bool               // the path was removed (Retire)
+	refused  map[ownerKey]bool // owners turned away before the clone opened
+	refusals *check.Memo       // files whose content a check refused
+	sweeps   []sweepRequest    // sweeps asked for before the clone opened
+	retired  bool              // the path was removed (Retire)
 	notices  notice.Board
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
@@ -151,7 +152,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 		ownerRev: map[ownerKey]string{},
 		ownerErr: map[ownerKey]error{},
 		refused:  map[ownerKey]bool{},
-		refusals: map[string]refusal{},
+		refusals: check.NewMemo(refusalTTL, maxRefusals),
 		syncs:    metrics.NewSyncTracker(opts.Repo.URL),
 	}, nil
 }
@@ -221,7 +222,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			errs = append(errs, err)
 			continue
 		}
-		if err := seal(g.opts.Encrypter, f, cur); err != nil {
+		if err := sealFile(g.opts.Encrypter, f, cur); err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -3,35 +3,25 @@ package delivery
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"time"
 
 	"github.com/apiaryhq/apiary/internal/delivery/check"
 )
 
-// Bounds of the memo of refused files.
+// Bounds of the memo of refused files: the same content is not checked
+// again within refusalTTL, so an owner that keeps failing costs no request
+// per reconcile.
 const (
-	// refusalTTL is how long a refusal is remembered: the same content is
-	// not checked again within it, so an owner that keeps failing costs no
-	// request per reconcile. A new schema is seen after it.
-	refusalTTL = 10 * time.Minute
-	// maxRefusals bounds the memo; a full memo starts anew.
+	refusalTTL  = 10 * time.Minute
 	maxRefusals = 4096
 )
 
-// refusal is the memo of a file's content the sink refused.
-type refusal struct {
-	sum [sha256.Size]byte
-	err error
-	at  time.Time
-}
-
-// contentSum digests the plaintext a file would commit.
-func contentSum(f *gitFile) [sha256.Size]byte {
+// content is what a file would commit in plaintext.
+func content(f *gitFile) []byte {
 	if f.secret != nil {
-		return sha256.Sum256(f.secret)
+		return f.secret
 	}
-	return sha256.Sum256(f.data)
+	return f.data
 }
 
 // lockChecked checks owner's changed files and returns with g.mu held,
@@ -84,8 +74,8 @@ func (g *Git) changedFiles(owner Owner, files []*gitFile, now time.Time) (toChec
 		} else if bytes.Equal(cur, f.data) {
 			continue
 		}
-		if r, ok := g.refusals[f.path]; ok && r.sum == contentSum(f) && now.Sub(r.at) < refusalTTL {
-			refused[f.path] = r.err
+		if err := g.refusals.Refused(f.path, content(f), now); err != nil {
+			refused[f.path] = err
 			continue
 		}
 		toCheck = append(toCheck, f)
@@ -109,19 +99,10 @@ func (g *Git) checkFiles(ctx context.Context, files []*gitFile) map[string]error
 	return out
 }
 
-// remember records the outcome of checks of files: refusals are
-// kept, and a path whose content passed forgets its refusal. Errors that
-// are not refusals are not kept: they are tried again. Callers hold g.mu.
+// remember records the outcome of checks of files in the memo of
+// refusals. Callers hold g.mu.
 func (g *Git) remember(checked []*gitFile, errs map[string]error, now time.Time) {
 	for _, f := range checked {
-		err := errs[f.path]
-		if err == nil || !check.IsRefused(err) {
-			delete(g.refusals, f.path)
-			continue
-		}
-		if len(g.refusals) >= maxRefusals {
-			clear(g.refusals)
-		}
-		g.refusals[f.path] = refusal{sum: contentSum(f), err: err, at: now}
+		g.refusals.Record(f.path, content(f), errs[f.path], now)
 	}
 }

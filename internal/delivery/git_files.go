@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -11,27 +10,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
-
-// ErrNoRecipients marks a Secret that the Git sink refuses to commit because
-// no encryption recipients are configured: Secrets never reach Git in
-// plaintext. It is terminal until the configuration or the set changes.
-var ErrNoRecipients = errors.New("no encryption recipients are configured for Git delivery, so Secrets cannot be committed")
-
-// IsNoRecipients reports whether err holds ErrNoRecipients.
-func IsNoRecipients(err error) bool { return errors.Is(err, ErrNoRecipients) }
-
-// SecretEncrypter turns a plaintext Secret manifest into one that is safe to
-// commit, e.g. encrypted with SOPS for age recipients.
-type SecretEncrypter interface {
-	// Encrypt returns the committed form of a plaintext Secret manifest.
-	Encrypt(manifest []byte) ([]byte, error)
-	// Unchanged reports whether committed, an earlier result of Encrypt,
-	// holds the same plaintext as manifest, so that an unchanged Secret is
-	// not re-encrypted (and recommitted) on every reconcile.
-	Unchanged(committed, manifest []byte) bool
-}
 
 // gitFile is one rendered object as the Git sink commits it.
 type gitFile struct {
@@ -75,22 +56,15 @@ func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructure
 	return f, nil
 }
 
-// seal gives a Secret file its committed bytes: the current committed form
+// sealFile gives a Secret file its committed bytes: the current committed form
 // when it holds the same plaintext, otherwise a new encryption.
-func seal(enc SecretEncrypter, f *gitFile, current []byte) error {
+func sealFile(enc seal.Encrypter, f *gitFile, current []byte) error {
 	if f.secret == nil {
 		return nil
 	}
-	if enc == nil {
-		return fmt.Errorf("%s: %w", f.id.Describe(), ErrNoRecipients)
-	}
-	if current != nil && (bytes.Equal(f.holds, current) || enc.Unchanged(current, f.secret)) {
-		f.data = current
-		return nil
-	}
-	data, err := enc.Encrypt(f.secret)
+	data, err := seal.Seal(enc, f.secret, current, f.holds)
 	if err != nil {
-		return fmt.Errorf("%s: encrypting: %w", f.id.Describe(), err)
+		return fmt.Errorf("%s: %w", f.id.Describe(), err)
 	}
 	f.data = data
 	return nil

@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/apiaryhq/apiary/internal/delivery/sinkset"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -158,7 +159,7 @@ func TestGitSetRemove_StopsTheSink(t *testing.T) {
 	g := NewWithT(t)
 	srv := startGitServer(t)
 	proto := startGit(t, srv, nil)
-	set := &GitSet[string]{New: func(ctx context.Context, key string) (*Git, error) {
+	set := &sinkset.Set[string, *Git]{New: func(ctx context.Context, key string) (*Git, error) {
 		opts := proto.opts
 		opts.Repo.Dir = t.TempDir()
 		return NewGit(opts)

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -99,7 +100,7 @@ func TestGitApply_SecretsAreSealedOrRefused(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		var err error
 		res, err = plain.Apply(context.Background(), owner, set(), nil)
-		g.Expect(IsNoRecipients(err)).To(BeTrue(), "error: %v", err)
+		g.Expect(seal.IsNoRecipients(err)).To(BeTrue(), "error: %v", err)
 		g.Expect(res.Pending).To(BeFalse())
 	}).WithTimeout(20 * time.Second).WithPolling(100 * time.Millisecond).Should(Succeed())
 	g.Expect(remoteFile(t, srv, objPath(ns, "ConfigMap", "plain"))).NotTo(BeEmpty())

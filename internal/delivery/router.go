@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/sinkset"
 )
 
 // Namespace annotations that send the owners of a namespace to the tenant's
@@ -69,15 +70,15 @@ type Router struct {
 	NewTenant func(ctx context.Context, t Tenant) (*Git, error)
 
 	once    sync.Once
-	tenants *GitSet[Tenant]
+	tenants *sinkset.Set[Tenant, *Git]
 }
 
 var _ Sink = (*Router)(nil)
 
 // set returns the tenants' sinks, fed with the default sink's notices.
-func (r *Router) set() *GitSet[Tenant] {
+func (r *Router) set() *sinkset.Set[Tenant, *Git] {
 	r.once.Do(func() {
-		r.tenants = &GitSet[Tenant]{New: r.NewTenant}
+		r.tenants = &sinkset.Set[Tenant, *Git]{New: r.NewTenant}
 		if g, ok := r.Default.(interface {
 			Subscribe(string) <-chan event.GenericEvent
 		}); ok {

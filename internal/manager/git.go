@@ -16,6 +16,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/delivery/check"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
@@ -63,7 +64,7 @@ type GitOptions struct {
 	// digests; DefaultSaltSecretName in POD_NAMESPACE when empty.
 	SaltSecretRef *types.NamespacedName
 	// Encrypter, for tests, replaces the SOPS encrypter.
-	Encrypter delivery.SecretEncrypter
+	Encrypter seal.Encrypter
 }
 
 // ParseObjectRef parses "<namespace>/<name>" of a flag; nil when empty.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/secrets/sopsenc"
 )
 
@@ -30,7 +30,7 @@ type sopsSealer struct {
 	salt       []byte
 }
 
-var _ delivery.SecretEncrypter = (*sopsSealer)(nil)
+var _ seal.Encrypter = (*sopsSealer)(nil)
 
 func (s *sopsSealer) Encrypt(manifest []byte) ([]byte, error) {
 	return sopsenc.Encrypt(manifest, s.recipients, s.salt)
@@ -49,7 +49,7 @@ func (s *sopsSealer) Unchanged(committed, manifest []byte) bool {
 // salt comes from (or is stored in) the salt Secret when one is named, or the
 // manager's namespace (POD_NAMESPACE) is known; otherwise it lives only as
 // long as the process, and a restart re-encrypts every Secret once.
-func newSealer(ctx context.Context, c client.Client, reader client.Reader, recipients []string, ref *types.NamespacedName) (delivery.SecretEncrypter, error) {
+func newSealer(ctx context.Context, c client.Client, reader client.Reader, recipients []string, ref *types.NamespacedName) (seal.Encrypter, error) {
 	if len(recipients) == 0 {
 		return nil, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/delivery/check"
 	"github.com/apiaryhq/apiary/internal/delivery/flux"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -43,7 +44,7 @@ func commitReason(err error) string {
 	switch {
 	case check.IsRefused(err):
 		return commonv1.ObjectRefusedReason
-	case delivery.IsNoRecipients(err):
+	case seal.IsNoRecipients(err):
 		return commonv1.NoEncryptionRecipientsReason
 	case gitrepo.IsCredentials(err):
 		return commonv1.InvalidGitCredentialsReason
@@ -75,7 +76,7 @@ func RecordCommit(obj conditions.Setter, d *commonv1.DeliveryStatus, res *delive
 		conditions.MarkFalse(obj, commonv1.CommittedCondition, commitReason(err),
 			"changes wait for the next commit, which failed: %s", err)
 		return ""
-	case err != nil && delivery.IsNoRecipients(err):
+	case err != nil && seal.IsNoRecipients(err):
 		conditions.MarkFalse(obj, commonv1.CommittedCondition, commonv1.NoEncryptionRecipientsReason, "%s", err)
 		return ""
 	case res != nil && res.Pending:

@@ -14,6 +14,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/delivery/check"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
 )
 
@@ -40,7 +41,7 @@ func TestRecordCommit(t *testing.T) {
 		{"invalid signing key", &delivery.Result{Pending: true}, wrap(gitrepo.ErrSigningKey), "False", commonv1.InvalidSigningKeyReason, ""},
 		{"not open, credentials", &delivery.Result{Pending: true}, fmt.Errorf("%w: %w", delivery.ErrNotOpen, gitrepo.ErrCredentials), "False", commonv1.InvalidGitCredentialsReason, ""},
 		{"not open", &delivery.Result{Pending: true}, fmt.Errorf("%w: %w", delivery.ErrNotOpen, gitrepo.ErrUnreachable), "False", commonv1.GitUnreachableReason, ""},
-		{"no recipients", &delivery.Result{}, fmt.Errorf("Secret ns/values: %w", delivery.ErrNoRecipients), "False", commonv1.NoEncryptionRecipientsReason, ""},
+		{"no recipients", &delivery.Result{}, fmt.Errorf("Secret ns/values: %w", seal.ErrNoRecipients), "False", commonv1.NoEncryptionRecipientsReason, ""},
 		{"other", &delivery.Result{Pending: true}, errors.New("disk full"), "False", commonv1.DeliveryFailedReason, ""},
 		{"refused", &delivery.Result{Revision: "abc123"}, refused, "False", commonv1.ObjectRefusedReason, ""},
 		{"refused, others pending", &delivery.Result{Pending: true}, errors.Join(refused), "False", commonv1.ObjectRefusedReason, ""},

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/metrics"
 )
 
@@ -46,7 +46,7 @@ func AllInvalid(err error) bool {
 // or configuration rather than a retry: objects the API server refused, or
 // Secrets the Git sink may not commit.
 func TerminalDeliveryErr(err error) bool {
-	return AllInvalid(err) || delivery.IsNoRecipients(err)
+	return AllInvalid(err) || seal.IsNoRecipients(err)
 }
 
 // StatusObject is an Apiary object with kstatus conditions.

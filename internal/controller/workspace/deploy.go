@@ -12,7 +12,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
-	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
@@ -74,7 +74,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 	if err != nil {
 		conditions.MarkFalse(obj, commonv1.DeliveredCondition, commonv1.DeliveryFailedReason, "%s", err)
 		switch {
-		case delivery.IsNoRecipients(err):
+		case seal.IsNoRecipients(err):
 			r.fail(ctx, obj, commonv1.NoEncryptionRecipientsReason, fmt.Sprintf("the workspace carries secret values, which Git delivery commits only encrypted: %s", err))
 			return stopWith(0), nil
 		case reconciler.AllInvalid(err):

@@ -16,6 +16,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/sinkset"
 	"github.com/apiaryhq/apiary/internal/render"
 )
 
@@ -57,7 +58,7 @@ type Git struct {
 	NewSink func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error)
 
 	once sync.Once
-	set  *delivery.GitSet[types.NamespacedName]
+	set  *sinkset.Set[types.NamespacedName, *delivery.Git]
 
 	mu       sync.Mutex
 	declared map[types.NamespacedName]*declaredKustomization
@@ -77,9 +78,9 @@ type declaredKustomization struct {
 
 var _ Sinks = (*Git)(nil)
 
-func (s *Git) sinks() *delivery.GitSet[types.NamespacedName] {
+func (s *Git) sinks() *sinkset.Set[types.NamespacedName, *delivery.Git] {
 	s.once.Do(func() {
-		s.set = &delivery.GitSet[types.NamespacedName]{New: func(ctx context.Context, regional types.NamespacedName) (*delivery.Git, error) {
+		s.set = &sinkset.Set[types.NamespacedName, *delivery.Git]{New: func(ctx context.Context, regional types.NamespacedName) (*delivery.Git, error) {
 			g, err := s.NewSink(ctx, regional, s.Folder(regional), s.Kustomization(regional))
 			if err == nil && s.Alive != nil {
 				g.Sweep(OwnerKind, s.Alive) // runs once the clone is open

@@ -1,4 +1,7 @@
-package delivery
+// Package sinkset runs sinks made on first use, one per key (a tenant, a
+// regional cluster), each until it is removed or the set stops, and merges
+// their notices into one channel per owner kind.
+package sinkset
 
 import (
 	"context"
@@ -8,14 +11,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 )
 
-// GitSet holds Git sinks made on first use, one per key (a tenant, a
-// regional cluster), runs each until the set stops, and merges their
-// notices into one channel per owner kind. Add it to the manager: it is a
-// Runnable.
-type GitSet[K comparable] struct {
+// Sink is what a set runs: a loop until its context ends, and notices per
+// owner kind.
+type Sink interface {
+	Start(ctx context.Context) error
+	Subscribe(kind string) <-chan event.GenericEvent
+}
+
+// Set holds sinks made on first use, one per key, runs each until the set
+// stops, and merges their notices into one channel per owner kind. Add it
+// to the manager: it is a Runnable.
+type Set[K comparable, S Sink] struct {
 	// New makes the sink of a key; it is called once per key, and again
 	// after a failure.
-	New func(ctx context.Context, key K) (*Git, error)
+	New func(ctx context.Context, key K) (S, error)
 	// Also feeds the channels of Subscribe too, e.g. a default sink.
 	Also interface {
 		Subscribe(kind string) <-chan event.GenericEvent
@@ -24,19 +33,19 @@ type GitSet[K comparable] struct {
 	mu      sync.Mutex
 	ctx     context.Context
 	started chan struct{} // closed by Start
-	sinks   map[K]*runningGit
+	sinks   map[K]*running[S]
 	subs    map[string]chan event.GenericEvent
 }
 
-// runningGit is a sink of the set and how to stop it.
-type runningGit struct {
-	g      *Git
+// running is a sink of the set and how to stop it.
+type running[S Sink] struct {
+	g      S
 	cancel context.CancelFunc
 	done   chan struct{}
 }
 
 // Start keeps the context that the sinks run with until ctx ends.
-func (s *GitSet[K]) Start(ctx context.Context) error {
+func (s *Set[K, S]) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.ctx = ctx
 	close(s.startedLocked())
@@ -45,7 +54,7 @@ func (s *GitSet[K]) Start(ctx context.Context) error {
 	return nil
 }
 
-func (s *GitSet[K]) startedLocked() chan struct{} {
+func (s *Set[K, S]) startedLocked() chan struct{} {
 	if s.started == nil {
 		s.started = make(chan struct{})
 	}
@@ -54,18 +63,19 @@ func (s *GitSet[K]) startedLocked() chan struct{} {
 
 // NeedLeaderElection makes the sinks run on the leader only, like the
 // controllers that feed them.
-func (s *GitSet[K]) NeedLeaderElection() bool { return true }
+func (s *Set[K, S]) NeedLeaderElection() bool { return true }
 
 // Get returns the sink of key, making and starting it on first use. Before
 // the set starts it waits, as long as ctx allows.
-func (s *GitSet[K]) Get(ctx context.Context, key K) (*Git, error) {
+func (s *Set[K, S]) Get(ctx context.Context, key K) (S, error) {
 	s.mu.Lock()
 	started := s.startedLocked()
 	s.mu.Unlock()
 	select {
 	case <-started:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("the Git sinks have not started yet: %w", ctx.Err())
+		var none S
+		return none, fmt.Errorf("the sinks have not started yet: %w", ctx.Err())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -74,13 +84,14 @@ func (s *GitSet[K]) Get(ctx context.Context, key K) (*Git, error) {
 	}
 	g, err := s.New(ctx, key)
 	if err != nil {
-		return nil, err
+		var none S
+		return none, err
 	}
 	if s.sinks == nil {
-		s.sinks = map[K]*runningGit{}
+		s.sinks = map[K]*running[S]{}
 	}
 	runCtx, cancel := context.WithCancel(s.ctx)
-	r := &runningGit{g: g, cancel: cancel, done: make(chan struct{})}
+	r := &running[S]{g: g, cancel: cancel, done: make(chan struct{})}
 	s.sinks[key] = r
 	for kind, ch := range s.subs {
 		go forward(g.Subscribe(kind), ch)
@@ -93,12 +104,13 @@ func (s *GitSet[K]) Get(ctx context.Context, key K) (*Git, error) {
 }
 
 // Lookup returns the sink of key when the set has made it.
-func (s *GitSet[K]) Lookup(key K) (*Git, bool) {
+func (s *Set[K, S]) Lookup(key K) (S, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.sinks[key]
 	if !ok {
-		return nil, false
+		var none S
+		return none, false
 	}
 	return r.g, true
 }
@@ -106,7 +118,7 @@ func (s *GitSet[K]) Lookup(key K) (*Git, bool) {
 // Remove stops the sink of key and forgets it, waiting until its commit
 // loop returned, so that a sink made again for key may use its clone. The
 // notices it sent stay delivered; it sends no more.
-func (s *GitSet[K]) Remove(key K) {
+func (s *Set[K, S]) Remove(key K) {
 	s.mu.Lock()
 	r, ok := s.sinks[key]
 	delete(s.sinks, key)
@@ -119,7 +131,7 @@ func (s *GitSet[K]) Remove(key K) {
 
 // Subscribe returns one channel per kind fed by every sink of the set, now
 // and later, and by Also.
-func (s *GitSet[K]) Subscribe(kind string) <-chan event.GenericEvent {
+func (s *Set[K, S]) Subscribe(kind string) <-chan event.GenericEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.subs == nil {
