@@ -51,6 +51,9 @@ const (
 	HelmReleaseDeployedReason       = "HelmReleaseDeployed"
 	HelmReleaseFailedReason         = "HelmReleaseFailed"
 	HelmReleaseNotReadyReason       = "HelmReleaseNotReady"
+	// HelmReleaseDeletedReason: k0rdent reports the workspace's release
+	// Deleted (kcm 1.11 and later): it is gone, not deploying.
+	HelmReleaseDeletedReason = "HelmReleaseDeleted"
 	DeploymentReadyReason           = "DeploymentReady"
 	DeployTimeoutReason             = "DeployTimeout"
 	GPUOfferingUnavailableReason    = "GpuOfferingUnavailable"
