@@ -51,9 +51,6 @@ const (
 	HelmReleaseDeployedReason       = "HelmReleaseDeployed"
 	HelmReleaseFailedReason         = "HelmReleaseFailed"
 	HelmReleaseNotReadyReason       = "HelmReleaseNotReady"
-	// HelmReleaseDeletedReason: k0rdent reports the workspace's release
-	// Deleted (kcm 1.11 and later): it is gone, not deploying.
-	HelmReleaseDeletedReason = "HelmReleaseDeleted"
 	DeploymentReadyReason           = "DeploymentReady"
 	DeployTimeoutReason             = "DeployTimeout"
 	GPUOfferingUnavailableReason    = "GpuOfferingUnavailable"
@@ -72,6 +69,10 @@ const (
 	InvalidResourceInjectionReason  = "InvalidResourceInjection"
 	ClassInUseReason                = "ClassInUse"
 )
+
+// HelmReleaseDeletedReason: k0rdent reports the workspace's release Deleted
+// (kcm 1.11 and later): it is gone, not deploying.
+const HelmReleaseDeletedReason = "HelmReleaseDeleted"
 
 // Reasons of a workspace that waits for a valuesFrom object: it does not
 // exist (yet), or the ServiceAccount it is read as may not read it
