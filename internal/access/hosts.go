@@ -92,9 +92,10 @@ func (l *HostLedger) Claim(key PoolKey, req HostRequest) map[string]string {
 		grants = map[string]Claimant{}
 		l.gateways[key] = grants
 	}
-	// Forget grantees that are gone, and hosts the requester no longer needs.
+	// Forget the hosts the requester no longer needs. The grantees of the
+	// hosts asked for are checked below: only those cost a look at Live.
 	for h, c := range grants {
-		if !live(c.Key) || (c.Key == self && !wanted[h]) {
+		if c.Key == self && !wanted[h] {
 			delete(grants, h)
 		}
 	}
@@ -107,8 +108,10 @@ func (l *HostLedger) Claim(key PoolKey, req HostRequest) map[string]string {
 	out := map[string]string{}
 	for _, h := range req.Hosts {
 		holders := claims[h]
-		if g, ok := grants[h]; ok {
+		if g, ok := grants[h]; ok && live(g.Key) {
 			holders = append(holders, g)
+		} else if ok {
+			delete(grants, h) // the grantee is gone
 		}
 		holder, held := oldest(holders)
 		_, taken := req.Taken[h]
