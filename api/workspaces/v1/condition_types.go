@@ -119,3 +119,8 @@ const (
 // PortPoolExhaustedReason is Apiary's RoutesReady reason: a TCP or SSH
 // endpoint found no free port in the tenant Gateway's pool.
 const PortPoolExhaustedReason = "PortPoolExhausted"
+
+// HostNameTakenReason is Apiary's RoutesReady reason: an HTTP endpoint's
+// host name is held on the tenant Gateway by another workspace (or another
+// writer's route); the endpoint waits until the holder goes.
+const HostNameTakenReason = "HostNameTaken"
