@@ -70,6 +70,10 @@ type ServiceSets struct {
 	// uninstall from a child it cannot reach; zero means DefaultDeletionGrace.
 	DeletionGrace time.Duration
 
+	// ReportAs is the kcm release line whose status the stand-in writes;
+	// the zero value, KCM19, reports as kcm 1.8 to 1.10 do.
+	ReportAs KCMRelease
+
 	helm helmClients
 
 	mu      sync.Mutex
