@@ -46,7 +46,7 @@ func TestKCMv1_11_4(t *testing.T)    { checkRelease(t, kcm1114) }
 func TestKCMv1_12_0rc2(t *testing.T) { checkRelease(t, kcm112) }
 
 // checkRelease starts an API server with the release's CRDs and runs the
-// write and read checks against it. Without the shared CRDs the test is
+// write and read checks against it, then the stand-in playing that kcm. Without the shared CRDs the test is
 // skipped, as the conformance suite does.
 func checkRelease(t *testing.T, r release) {
 	dir, ok := testenv.SharedK0rdentCRDDir(r.version)
@@ -69,4 +69,5 @@ func checkRelease(t *testing.T, r release) {
 	t.Run("apiary-writes-apply", func(t *testing.T) { checkWrites(t, env, objs) })
 	t.Run("kcm-status-reads", func(t *testing.T) { checkReads(t, env, r, objs) })
 	t.Run("newer-shapes-refused", func(t *testing.T) { checkNewerShapes(t, env, r, objs) })
+	t.Run("standin-reports", func(t *testing.T) { checkStandIn(t, env, r, objs) })
 }
