@@ -54,7 +54,8 @@ const (
 // ServiceSet as a Helm release, from a chart embedded in this package, on
 // the child cluster whose kubeconfig Secret <spec.cluster>-kubeconfig the
 // ServiceSet's namespace holds, and reports Pending, Provisioning, Deployed,
-// Failed and Deleting as the adapter does. It implements Services, so a
+// Failed and Deleting as the adapter does (and Deleted, lastDeployedHash and
+// ServicesInReadyState when it reports like kcm v1.12: ReportAs). It implements Services, so a
 // StandIn with Services set to it aggregates the services into its
 // ClusterDeployments. Set the fields before SetupWithManager.
 type ServiceSets struct {
