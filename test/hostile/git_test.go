@@ -68,7 +68,7 @@ spec: {template: tpl, credential: cred, config: {}, notInTheSchema: true}
 	g.Eventually(func(g Gomega) { first = committed(g) }).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		got := get(g, huge)
-		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseFailed))
+		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseFailed), got.Status.Message)
 		g.Expect(got.Status.Message).To(ContainSubstring("1048576"), "the message says the bound")
 		g.Expect(got.Status.Message).NotTo(ContainSubstring("vvvv"), "no value in the status")
 	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())

@@ -1,11 +1,14 @@
 // Package hostile_test plays a hostile tenant against the real manager: a
 // process of its own built from this repository, run against a management
-// control plane with the k0rdent stand-in and a child control plane. A
-// tenant may write WorkspaceDeployments, Secrets and ConfigMaps in its
-// namespaces and the kubeconfig Secret of a cluster it owns; each test is
-// one thing such a tenant tried (the numbered items of docs/security.md) and
-// what it must not reach. When the suite ends, the manager must never have
-// panicked or exited, and its peak resident memory is printed.
+// control plane with the k0rdent stand-in and Flux's CRDs, a child control
+// plane, a regional control plane with a tenant Gateway, and a Git server
+// (a test may run the manager in Git mode for a while). A tenant may write
+// WorkspaceDeployments, Secrets and ConfigMaps in its namespaces and the
+// kubeconfig Secret of a cluster it owns; each test is one thing such a
+// tenant tried (the numbered items of docs/security.md) and what it must
+// not reach; TestTenantRolesAllowAndRefuse shows what the chart's tenant
+// roles let it write at all. The managers must never have panicked or
+// exited, and their peak resident memory is printed.
 package hostile_test
 
 import (
