@@ -30,7 +30,7 @@ import (
 
 const (
 	// timeout bounds each wait of the scenario.
-	timeout = 2 * time.Minute
+	timeout  = 2 * time.Minute
 	repoName = "fleet.git"
 	branch   = "main"
 	fluxNS   = "flux-system"
