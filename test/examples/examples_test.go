@@ -36,8 +36,9 @@ func TestExamplesDirectMode(t *testing.T) { runExamples(t, false) }
 func TestExamplesGitMode(t *testing.T) { runExamples(t, true) }
 
 // runExamples commits the fleet and applies the Flux objects as the
-// README's walkthrough does, then checks that every Kustomization becomes
-// Ready (no deadlock), the Colony Ready, the workspaces Running with the
+// README's walkthrough does, then checks that fleet's health check holds
+// while a workspace waits for GPUs, that every Kustomization becomes Ready
+// once it has them (no deadlock), the Colony Ready, the workspaces Running with the
 // passwords Flux decrypted, and that removing a workspace from Git removes
 // it and its ServiceSet.
 func runExamples(t *testing.T, gitMode bool) {
@@ -45,6 +46,19 @@ func runExamples(t *testing.T, gitMode bool) {
 	ctx := context.Background()
 	w := startWorld(t, gitMode)
 	c := w.env.Client
+
+	// ada waits for the H100s another team's pod holds: fleet's health
+	// check must not pass while a workspace is Waiting.
+	ada := &workspacesv1.WorkspaceDeployment{}
+	g.Eventually(func(g Gomega) {
+		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, ada)).To(Succeed())
+		g.Expect(ada.Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		ready := fluxCondition(w.fluxObject(g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "fleet"), "Ready")
+		g.Expect(ready == nil || ready.Status != metav1.ConditionTrue).To(BeTrue(), "fleet is Ready while ada waits")
+	}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	w.freeGPUs(t)
 
 	kustomizations := []string{"fleet"}
 	if gitMode {
@@ -89,7 +103,6 @@ func runExamples(t *testing.T, gitMode bool) {
 	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(MatchError(ContainSubstring("not found")), "grace pruned")
 	g.Eventually(func() error { return c.Get(ctx, setKey, &k0rdentv1beta1.ServiceSet{}) }).
 		WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(MatchError(ContainSubstring("not found")), "grace's ServiceSet removed")
-	ada := &workspacesv1.WorkspaceDeployment{}
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, ada)).To(Succeed())
 	g.Expect(ada.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
 	w.eventuallyFluxReady(t, "Kustomization", "fleet")

@@ -12,8 +12,8 @@
 //
 // Wall-time budget: each mode starts its own management and child control
 // planes and Flux (a Namespace pruned by Flux never goes away without
-// kube-controller-manager), about 90 s per mode and 3 min for the package on
-// two idle cores; timeout bounds every wait.
+// kube-controller-manager): about 50 s per mode, 100 s for the package
+// (measured on two shared cores), 5 min at worst; timeout bounds each wait.
 package examples_test
 
 import (

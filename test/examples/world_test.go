@@ -10,6 +10,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -77,8 +78,7 @@ func startWorld(t *testing.T, gitMode bool) *world {
 	_, standinDone, err := standin.Run(ctx, w.env.Config, &standin.StandIn{ChildKubeconfig: pair.ChildKubeconfig})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() { cancel(); <-standinDone })
-	g.Expect(standin.AddGPUNode(ctx, w.child.Client, "h100-0",
-		map[string]string{"exalsius.ai/gpu-model": "H100-80GB"}, "nvidia.com/gpu", 8)).To(Succeed())
+	w.addBusyGPUNode(t)
 	w.platformFixtures(t)
 
 	w.git, err = pair.StartGitServer(testenv.WithGitBasicAuth(gitUser, gitPassword))
@@ -122,6 +122,43 @@ func startWorld(t *testing.T, gitMode bool) *world {
 		}
 	})
 	return w
+}
+
+// busyPod is the child's Pod that holds every GPU of the H100 node until
+// the scenario frees them.
+var busyPod = client.ObjectKey{Namespace: "other-team", Name: "busy"}
+
+// addBusyGPUNode gives the child cluster a node with the H100 GPUs ada asks
+// for, all taken by busyPod, so that ada waits for capacity.
+func (w *world) addBusyGPUNode(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	const node, gpus = "h100-0", 8
+	if err := standin.AddGPUNode(ctx, w.child.Client, node,
+		map[string]string{"exalsius.ai/gpu-model": "H100-80GB"}, "nvidia.com/gpu", gpus); err != nil {
+		t.Fatalf("adding a GPU node: %v", err)
+	}
+	if err := w.child.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: busyPod.Namespace}}); err != nil {
+		t.Fatalf("creating namespace %s: %v", busyPod.Namespace, err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: busyPod.Namespace, Name: busyPod.Name},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{
+				"nvidia.com/gpu": *resource.NewQuantity(gpus, resource.DecimalSI)}}}}},
+	}
+	if err := w.child.Client.Create(ctx, pod); err != nil {
+		t.Fatalf("creating pod %s: %v", busyPod, err)
+	}
+}
+
+// freeGPUs deletes busyPod at once: no kubelet runs to confirm its end.
+func (w *world) freeGPUs(t *testing.T) {
+	t.Helper()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: busyPod.Namespace, Name: busyPod.Name}}
+	if err := w.child.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatalf("deleting pod %s: %v", busyPod, err)
+	}
 }
 
 // platformFixtures creates what k0rdent and the platform team provide
