@@ -37,7 +37,7 @@ func TestExamplesGitMode(t *testing.T) { runExamples(t, true) }
 
 // runExamples commits the fleet and applies the Flux objects as the
 // README's walkthrough does, then checks that fleet's health check holds
-// while a workspace waits for GPUs, that every Kustomization becomes Ready
+// before Apiary runs and while a workspace waits for GPUs, that every Kustomization becomes Ready
 // once it has them (no deadlock), the Colony Ready, the workspaces Running with the
 // passwords Flux decrypted, and that removing a workspace from Git removes
 // it and its ServiceSet.
@@ -47,6 +47,15 @@ func runExamples(t *testing.T, gitMode bool) {
 	w := startWorld(t, gitMode)
 	c := w.env.Client
 
+	// Before Apiary writes any status, the health check must not pass:
+	// the committed healthCheckExprs read a Colony or workspace without a
+	// phase as in progress.
+	g.Eventually(func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, &workspacesv1.WorkspaceDeployment{})
+	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(Succeed(), "Flux applied the fleet")
+	w.consistentlyNotReady(t, "fleet", "before Apiary runs")
+	w.startApiary(t)
+
 	// ada waits for the H100s another team's pod holds: fleet's health
 	// check must not pass while a workspace is Waiting.
 	ada := &workspacesv1.WorkspaceDeployment{}
@@ -54,10 +63,7 @@ func runExamples(t *testing.T, gitMode bool) {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, ada)).To(Succeed())
 		g.Expect(ada.Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
 	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
-	g.Consistently(func(g Gomega) {
-		ready := fluxCondition(w.fluxObject(g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "fleet"), "Ready")
-		g.Expect(ready == nil || ready.Status != metav1.ConditionTrue).To(BeTrue(), "fleet is Ready while ada waits")
-	}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
+	w.consistentlyNotReady(t, "fleet", "while ada waits")
 	w.freeGPUs(t)
 
 	kustomizations := []string{"fleet"}
@@ -152,6 +158,15 @@ func (w *world) requestFetch(t *testing.T) {
 	repo.SetNamespace(fluxNS)
 	repo.SetName("fleet")
 	NewWithT(t).Expect(w.flux.RequestReconcile(context.Background(), w.env.Client, repo)).To(Succeed())
+}
+
+// consistentlyNotReady checks for 3 s that a Kustomization is not Ready.
+func (w *world) consistentlyNotReady(t *testing.T, name, when string) {
+	t.Helper()
+	NewWithT(t).Consistently(func(g Gomega) {
+		ready := fluxCondition(w.fluxObject(g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name), "Ready")
+		g.Expect(ready == nil || ready.Status != metav1.ConditionTrue).To(BeTrue(), "%s is Ready %s", name, when)
+	}).WithTimeout(3 * time.Second).WithPolling(250 * time.Millisecond).Should(Succeed())
 }
 
 // eventuallyFluxReady waits until a Flux object in flux-system is Ready at

@@ -31,6 +31,8 @@ type world struct {
 	flux       *testenv.Flux
 	// gitMode is true when Apiary delivers through Git.
 	gitMode bool
+	// checkoutDir is the manager's Git checkout in Git mode.
+	checkoutDir string
 }
 
 // examplesDir is gitops-examples/ in the repository.
@@ -63,8 +65,8 @@ func fleetFiles(t *testing.T) map[string][]byte {
 	return files
 }
 
-// startWorld starts everything the examples need; gitMode picks Apiary's
-// delivery.
+// startWorld starts everything the examples need but Apiary (startApiary);
+// gitMode picks Apiary's delivery.
 func startWorld(t *testing.T, gitMode bool) *world {
 	t.Helper()
 	g := NewWithT(t)
@@ -97,6 +99,13 @@ func startWorld(t *testing.T, gitMode bool) *world {
 		_ = w.flux.Stop()
 	})
 
+	w.checkoutDir = filepath.Join(pair.Dir(), "checkout")
+	return w
+}
+
+// startApiary runs the manager in the world's mode until the test ends.
+func (w *world) startApiary(t *testing.T) {
+	t.Helper()
 	opts := manager.Options{
 		RestConfig:             w.env.Config,
 		MetricsBindAddress:     "0",
@@ -107,21 +116,20 @@ func startWorld(t *testing.T, gitMode bool) *world {
 		// Both modes run a manager in this process.
 		SkipControllerNameValidation: true,
 	}
-	if gitMode {
-		opts.Git = gitOptions(t, filepath.Join(pair.Dir(), "checkout"))
+	if w.gitMode {
+		opts.Git = gitOptions(t, w.checkoutDir)
 	}
-	mgrCtx, stopManager := context.WithCancel(ctx)
+	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- manager.Run(mgrCtx, opts) }()
+	go func() { done <- manager.Run(ctx, opts) }()
 	t.Cleanup(func() {
-		stopManager()
+		stop()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			t.Error("the manager did not stop within 30s")
 		}
 	})
-	return w
 }
 
 // busyPod is the child's Pod that holds every GPU of the H100 node until
