@@ -37,7 +37,8 @@ func TestExamplesGitMode(t *testing.T) { runExamples(t, true) }
 
 // runExamples commits the fleet and applies the Flux objects as the
 // README's walkthrough does, then checks that fleet's health check holds
-// before Apiary runs and while a workspace waits for GPUs, that every Kustomization becomes Ready
+// before Apiary runs and while a workspace waits for GPUs, fails at once on
+// a Failed workspace, that every Kustomization becomes Ready
 // once it has them (no deadlock), the Colony Ready, the workspaces Running with the
 // passwords Flux decrypted, and that removing a workspace from Git removes
 // it and its ServiceSet.
@@ -96,7 +97,22 @@ func runExamples(t *testing.T, gitMode bool) {
 		g.Expect(string(got.Data["password"])).To(Equal(want), "Secret %s", name)
 	}
 
-	// Removing grace from Git removes the workspace and its ServiceSet.
+	// A workspace that fails (its class does not exist) fails fleet's
+	// health check at once (the committed failed expression; kstatus's
+	// Stalled says the same), not after the 5m timeout.
+	doomed := append(exampleFile(t, "fleet/workspaces.yaml"), []byte(doomedWorkspace)...)
+	_, err = w.git.Commit(repoName, branch, "fleet: add doomed", map[string][]byte{"fleet/workspaces.yaml": doomed})
+	g.Expect(err).NotTo(HaveOccurred())
+	w.requestFetch(t)
+	g.Eventually(func(g Gomega) {
+		ready := fluxCondition(w.fluxObject(g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "fleet"), "Ready")
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Reason).To(Equal("HealthCheckFailed"), "%s: %s", ready.Reason, ready.Message)
+		g.Expect(ready.Message).To(ContainSubstring("WorkspaceDeployment/" + teamNS + "/doomed"))
+	}).WithTimeout(timeout).WithPolling(250 * time.Millisecond).Should(Succeed())
+
+	// Removing grace (and doomed) from Git removes the workspaces and
+	// grace's ServiceSet.
 	set := &k0rdentv1beta1.ServiceSet{}
 	setKey := client.ObjectKey{Namespace: teamNS, Name: plan.ServiceSetName(workspaces["grace"], "grace")}
 	g.Expect(c.Get(ctx, setKey, set)).To(Succeed())
@@ -107,12 +123,29 @@ func runExamples(t *testing.T, gitMode bool) {
 	g.Eventually(func() error {
 		return c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "grace"}, &workspacesv1.WorkspaceDeployment{})
 	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(MatchError(ContainSubstring("not found")), "grace pruned")
+	g.Eventually(func() error {
+		return c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "doomed"}, &workspacesv1.WorkspaceDeployment{})
+	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(MatchError(ContainSubstring("not found")), "doomed pruned")
 	g.Eventually(func() error { return c.Get(ctx, setKey, &k0rdentv1beta1.ServiceSet{}) }).
 		WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(MatchError(ContainSubstring("not found")), "grace's ServiceSet removed")
 	g.Expect(c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, ada)).To(Succeed())
 	g.Expect(ada.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
 	w.eventuallyFluxReady(t, "Kustomization", "fleet")
 }
+
+// doomedWorkspace is a workspace the test adds to the fleet: it names a
+// class that does not exist, so Apiary fails it.
+const doomedWorkspace = `---
+apiVersion: workspaces.exalsius.ai/v1
+kind: WorkspaceDeployment
+metadata:
+  name: doomed
+  namespace: ` + teamNS + `
+spec:
+  workspaceClassRef: no-such-class
+  clusterDeploymentRef:
+    name: research-h100
+`
 
 // committedPassword decrypts a committed Secret of the fleet with the
 // examples' key and returns its password; the file itself must not hold it.
