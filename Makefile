@@ -72,6 +72,11 @@ manifests: ## Generate CRDs (config/crd/bases, charts/apiary/crds), test CRDs fo
 	cp config/crd/bases/*.yaml charts/apiary/crds/
 	mkdir -p charts/apiary/files && cp config/rbac/role.yaml charts/apiary/files/role.yaml
 	go run ./hack/apidocs > docs/api.md
+	$(MAKE) --no-print-directory conditions-docs
+
+.PHONY: conditions-docs
+conditions-docs: ## Generate docs/conditions.md (conditions, reasons, phases and events) from the Go source.
+	go run ./hack/conditionsdocs > docs/conditions.md
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.
