@@ -129,13 +129,11 @@ func (k known) check(doc, text string) []string {
 				report(n, "link to %s", p)
 			}
 		}
-		context := prev + " " + line
 		for _, loc := range inlineCode.FindAllStringSubmatchIndex(line, -1) {
 			span := line[loc[2]:loc[3]]
 			before := prev + " " + line[:loc[0]]
 			k.checkSpan(doc, span, before, func(f string, a ...any) { report(n, f, a...) })
 		}
-		_ = context
 		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "|") {
 			prev = ""
 		} else {
