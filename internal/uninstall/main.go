@@ -25,10 +25,10 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "The kubeconfig of the management cluster; the usual lookup when empty.")
 	opts := Options{Log: stdout}
 	fs.StringVar(&opts.Lease.Namespace, "leader-election-namespace", "apiary-system",
-		"The namespace of Apiary's leader-election Lease (the chart's release namespace).")
+		"The namespace of Apiary's leader-election Leases, the main one and the shards' apiary-shard-<index> (the chart's release namespace).")
 	fs.StringVar(&opts.Lease.Name, "leader-election-id", "apiary.infra.exalsius.ai",
-		"The name of Apiary's leader-election Lease; empty skips the check.")
-	fs.BoolVar(&opts.Force, "force", false, "Run even while the Lease is held.")
+		"The name of Apiary's leader-election Lease; empty checks only the shards' Leases.")
+	fs.BoolVar(&opts.Force, "force", false, "Run even while a Lease is held.")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "Print what would change without writing.")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")

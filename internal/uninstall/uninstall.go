@@ -6,7 +6,8 @@
 // finalizers Apiary shares with the exalsius operator (those of Colonies and
 // WorkspaceDeployments) are left for whichever controller runs next, which
 // releases them on delete. It refuses to run while Apiary's leader-election
-// Lease is held, since a running Apiary would add its finalizer again.
+// Lease, or a shard's, is held, since a running Apiary would add its
+// finalizer again.
 package uninstall
 
 import (
@@ -14,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -26,6 +28,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // FieldOwner is the field manager of the cleanup's writes.
@@ -40,8 +43,10 @@ var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.Annotation
 
 // Options configure Run.
 type Options struct {
-	// Lease is Apiary's leader-election Lease: Run refuses while it is held,
-	// unless Force. Not checked when its name is empty.
+	// Lease is Apiary's leader-election Lease: Run refuses while it, or the
+	// Lease of a shard (shard.LeaseName) in its namespace, is held, unless
+	// Force. Only the shards' Leases are checked when its name is empty;
+	// none when its namespace is empty too.
 	Lease types.NamespacedName
 	// Force runs even while the Lease is held.
 	Force bool
@@ -99,30 +104,47 @@ func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
 	return rep, nil
 }
 
-// checkLease refuses while Apiary's leader-election Lease is held and
-// renewed within its duration.
+// checkLease refuses while one of Apiary's leader-election Leases in
+// opts.Lease.Namespace is held and renewed within its duration: the main
+// Lease opts.Lease.Name, or a shard's (shard.LeaseName), which sharded
+// replicas hold instead.
 func checkLease(ctx context.Context, c client.Client, opts Options) error {
-	if opts.Lease.Name == "" || opts.Force {
+	if opts.Force || (opts.Lease.Name == "" && opts.Lease.Namespace == "") {
 		return nil
 	}
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, opts.Lease, lease); err != nil {
-		return client.IgnoreNotFound(err)
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, leases, client.InNamespace(opts.Lease.Namespace)); err != nil {
+		return fmt.Errorf("listing the Leases of %s: %w", opts.Lease.Namespace, err)
 	}
-	s := lease.Spec
+	var held []string
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if _, isShard := shard.LeaseIndex(l.Name); !isShard && (opts.Lease.Name == "" || l.Name != opts.Lease.Name) {
+			continue
+		}
+		if s := l.Spec; leaseHeld(s, opts.Now()) {
+			held = append(held, fmt.Sprintf("Lease %s/%s is held by %s (renewed %s)", l.Namespace, l.Name,
+				*s.HolderIdentity, s.RenewTime.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; scale Apiary down first, or pass --force: %s",
+		ErrRunning, strings.Join(held, ", "), "a running Apiary adds its finalizers again")
+}
+
+// leaseHeld reports whether a Lease has a holder that renewed it within its
+// duration (15s, client-go's default, when it states none).
+func leaseHeld(s coordinationv1.LeaseSpec, now time.Time) bool {
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
-		return nil
+		return false
 	}
 	d := 15 * time.Second
 	if s.LeaseDurationSeconds != nil {
 		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
-	if opts.Now().After(s.RenewTime.Add(d)) {
-		return nil
-	}
-	return fmt.Errorf("%w: Lease %s is held by %s (renewed %s); scale Apiary down first, or pass --force: %s",
-		ErrRunning, opts.Lease, *s.HolderIdentity, s.RenewTime.UTC().Format(time.RFC3339),
-		"a running Apiary adds its finalizers again")
+	return !now.After(s.RenewTime.Add(d))
 }
 
 // release removes Apiary's finalizers from an object.
