@@ -167,16 +167,7 @@ func (l *HostLedger) Held(key PoolKey, holder types.NamespacedName) []string {
 func (l *HostLedger) Release(holder types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for key, grants := range l.gateways {
-		for h, c := range grants {
-			if c.Key == holder {
-				delete(grants, h)
-			}
-		}
-		if len(grants) == 0 {
-			delete(l.gateways, key)
-		}
-	}
+	deleteHeld(l.gateways, func(c Claimant) bool { return c.Key == holder })
 }
 
 // HeldBy is the message of an endpoint whose host name another holds.

@@ -12,7 +12,6 @@ import (
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
-	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/naming"
@@ -132,17 +131,13 @@ func claimant(w *workspacesv1.WorkspaceDeployment) access.Claimant {
 // from the cache. A status written before Apiary recorded host names tells
 // them by the URLs of its HTTP endpoints.
 func (r *Router) statusHostClaims(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView) ([]access.HostClaim, error) {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceRegional: v.cluster.String()}); err != nil {
-		return nil, fmt.Errorf("listing the workspaces of regional cluster %s: %w", v.cluster, err)
+	records, err := r.gatewayRecords(ctx, obj, v)
+	if err != nil {
+		return nil, err
 	}
 	var claims []access.HostClaim
-	add := func(w *workspacesv1.WorkspaceDeployment) {
-		rs := w.Status.Routes
-		if rs == nil || rs.Cluster != v.cluster.String() || rs.Gateway != v.gateway.String() {
-			return
-		}
-		hosts := rs.Hosts
+	for _, w := range records {
+		hosts := w.Status.Routes.Hosts
 		if len(hosts) == 0 {
 			for _, e := range w.Status.Access {
 				if h := access.HostOf(e.URL); h != "" && e.Protocol == workspacesv1.AccessProtocolHTTP {
@@ -152,13 +147,6 @@ func (r *Router) statusHostClaims(ctx context.Context, obj *workspacesv1.Workspa
 		}
 		for _, h := range hosts {
 			claims = append(claims, access.HostClaim{Holder: claimant(w), Host: h})
-		}
-	}
-	add(obj)
-	self := client.ObjectKeyFromObject(obj)
-	for i := range list.Items {
-		if client.ObjectKeyFromObject(&list.Items[i]) != self {
-			add(&list.Items[i])
 		}
 	}
 	return claims, nil
@@ -214,22 +202,32 @@ func (r *Router) routeHostClaims(ctx context.Context, v *regionalView) ([]access
 
 // attached reports whether a route has the Gateway gw among its parents.
 func attached(route *unstructured.Unstructured, gw types.NamespacedName) bool {
+	return len(gatewaySections(route, gw)) > 0
+}
+
+// gatewaySections returns the sectionName of each of a route's parentRefs
+// that names the Gateway gw ("" for a ref naming no section). A ref's kind
+// defaults to Gateway and its namespace to the route's.
+func gatewaySections(route *unstructured.Unstructured, gw types.NamespacedName) []string {
 	parents, _, _ := unstructured.NestedSlice(route.Object, "spec", "parentRefs")
+	var out []string
 	for _, p := range parents {
 		ref, ok := p.(map[string]any)
 		if !ok {
 			continue
 		}
+		kind, _ := ref["kind"].(string)
 		name, _ := ref["name"].(string)
 		ns, _ := ref["namespace"].(string)
+		section, _ := ref["sectionName"].(string)
 		if ns == "" {
 			ns = route.GetNamespace()
 		}
-		if kind, _ := ref["kind"].(string); (kind == "" || kind == "Gateway") && name == gw.Name && ns == gw.Namespace {
-			return true
+		if (kind == "" || kind == "Gateway") && name == gw.Name && ns == gw.Namespace {
+			out = append(out, section)
 		}
 	}
-	return false
+	return out
 }
 
 // routeWorkspace names the workspace a route was delivered for, by its

@@ -65,23 +65,40 @@ func inPool(pool []access.Listener, name string) bool {
 // poolClaims returns the ports the workspaces of a regional cluster record
 // on their status for its tenant Gateway, this one's first, from the cache.
 func (r *Router) poolClaims(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView) ([]access.Claim, error) {
+	records, err := r.gatewayRecords(ctx, obj, v)
+	if err != nil {
+		return nil, err
+	}
+	var claims []access.Claim
+	for _, w := range records {
+		for _, p := range w.Status.Routes.Ports {
+			claims = append(claims, access.Claim{Holder: client.ObjectKeyFromObject(w), Endpoint: p.Endpoint, Listener: p.Listener})
+		}
+	}
+	return claims, nil
+}
+
+// gatewayRecords returns the workspaces of a regional cluster whose status
+// records routes on its tenant Gateway: obj first, as it is now, then the
+// others from the cache.
+func (r *Router) gatewayRecords(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView) ([]*workspacesv1.WorkspaceDeployment, error) {
 	list := &workspacesv1.WorkspaceDeploymentList{}
 	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceRegional: v.cluster.String()}); err != nil {
 		return nil, fmt.Errorf("listing the workspaces of regional cluster %s: %w", v.cluster, err)
 	}
-	var claims []access.Claim
-	add := func(w *workspacesv1.WorkspaceDeployment) {
+	onGateway := func(w *workspacesv1.WorkspaceDeployment) bool {
 		rs := w.Status.Routes
-		if rs == nil || rs.Cluster != v.cluster.String() || rs.Gateway != v.gateway.String() {
-			return
-		}
-		for _, p := range rs.Ports {
-			claims = append(claims, access.Claim{Holder: client.ObjectKeyFromObject(w), Endpoint: p.Endpoint, Listener: p.Listener})
-		}
+		return rs != nil && rs.Cluster == v.cluster.String() && rs.Gateway == v.gateway.String()
 	}
-	add(obj)
+	var out []*workspacesv1.WorkspaceDeployment
+	if onGateway(obj) {
+		out = append(out, obj)
+	}
+	self := client.ObjectKeyFromObject(obj)
 	for i := range list.Items {
-		add(&list.Items[i])
+		if w := &list.Items[i]; client.ObjectKeyFromObject(w) != self && onGateway(w) {
+			out = append(out, w)
+		}
 	}
-	return claims, nil
+	return out, nil
 }
