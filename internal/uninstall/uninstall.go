@@ -5,9 +5,11 @@
 // annotations on the ServiceSets and ClusterDeployments it delivered. The
 // finalizers Apiary shares with the exalsius operator (those of Colonies and
 // WorkspaceDeployments) are left for whichever controller runs next, which
-// releases them on delete. It refuses to run while Apiary's leader-election
-// Lease, or a shard's, is held, since a running Apiary would add its
-// finalizer again.
+// releases them on delete. With Orphan, for removing Apiary while keeping
+// what it created, it also removes the ownerReferences to Apiary's kinds
+// and those shared finalizers, so that deleting the CRDs deletes nothing
+// else. It refuses to run while Apiary's leader-election Lease, or a
+// shard's, is held, since a running Apiary would add them again.
 package uninstall
 
 import (
@@ -39,7 +41,8 @@ var Finalizers = []string{workspacesv1.WorkspaceClassFinalizer}
 
 // Annotations are the annotations only Apiary writes on objects it
 // delivers, which nothing reads once it is gone.
-var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince}
+var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince,
+	shard.HolderAnnotation}
 
 // Options configure Run.
 type Options struct {
@@ -52,6 +55,11 @@ type Options struct {
 	Force bool
 	// DryRun reports what would change without writing.
 	DryRun bool
+	// Orphan also detaches what Apiary's objects own, so that it outlives
+	// them and Apiary's CRDs: it removes every ownerReference to a kind of
+	// OwnerGroups, then the finalizers of Colonies and WorkspaceDeployments
+	// (OrphanFinalizers), which no controller releases once Apiary is gone.
+	Orphan bool
 	// Log receives one line per object changed; io.Discard when nil.
 	Log io.Writer
 	// Now is the clock; time.Now when nil.
@@ -64,6 +72,8 @@ type Report struct {
 	Finalizers int
 	// Annotated is the number of objects whose annotations were removed.
 	Annotated int
+	// OwnerReferences is the number of ownerReferences removed (Orphan).
+	OwnerReferences int
 }
 
 // ErrRunning is returned when Apiary's Lease is held.
@@ -88,7 +98,7 @@ func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
 		return rep, fmt.Errorf("listing WorkspaceClasses: %w", err)
 	}
 	for i := range classes.Items {
-		n, err := release(ctx, c, &classes.Items[i], opts)
+		n, err := release(ctx, c, &classes.Items[i], Finalizers, opts)
 		rep.Finalizers += n
 		if err != nil {
 			return rep, err
@@ -98,6 +108,11 @@ func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
 		n, err := unannotate(ctx, c, list, opts)
 		rep.Annotated += n
 		if err != nil {
+			return rep, err
+		}
+	}
+	if opts.Orphan {
+		if err := orphan(ctx, c, opts, &rep); err != nil {
 			return rep, err
 		}
 	}
@@ -147,11 +162,11 @@ func leaseHeld(s coordinationv1.LeaseSpec, now time.Time) bool {
 	return !now.After(s.RenewTime.Add(d))
 }
 
-// release removes Apiary's finalizers from an object.
-func release(ctx context.Context, c client.Client, obj client.Object, opts Options) (int, error) {
+// release removes finalizers from an object.
+func release(ctx context.Context, c client.Client, obj client.Object, finalizers []string, opts Options) (int, error) {
 	base := obj.DeepCopyObject().(client.Object)
 	n := 0
-	for _, f := range Finalizers {
+	for _, f := range finalizers {
 		if controllerutil.RemoveFinalizer(obj, f) {
 			n++
 			fmt.Fprintf(opts.Log, "%s %s: removing finalizer %s\n", kindOf(c, obj), describe(obj), f)
