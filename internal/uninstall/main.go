@@ -32,7 +32,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "Print what would change without writing.")
 	fs.BoolVar(&opts.Orphan, "orphan", false, "Also detach what Apiary's objects own (ClusterDeployments, ServiceSets, Secrets, ...): "+
 		"remove every ownerReference to Apiary's kinds and the finalizers of Colonies and WorkspaceDeployments, "+
-		"so that deleting Apiary's CRDs deletes nothing else (docs/migration.md).")
+		"so that deleting Apiary's CRDs deletes nothing else (docs/operations.md).")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")
 		fmt.Fprintln(stderr, "Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,")
