@@ -70,6 +70,10 @@ const (
 	ClassInUseReason                = "ClassInUse"
 )
 
+// HelmReleaseDeletedReason: k0rdent reports the workspace's release Deleted
+// (kcm 1.11 and later): it is gone, not deploying.
+const HelmReleaseDeletedReason = "HelmReleaseDeleted"
+
 // Reasons of a workspace that waits for a valuesFrom object: it does not
 // exist (yet), or the ServiceAccount it is read as may not read it
 // (--values-from-service-account).

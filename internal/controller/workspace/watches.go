@@ -202,7 +202,7 @@ func (r *Reconciler) workspacesReferencedBy(ctx context.Context, o client.Object
 }
 
 // releaseSettled reports whether a ServiceSet update settles one of its
-// releases: a service whose state turned Deployed or Failed.
+// releases: a service whose state turned Deployed, Failed or Deleted.
 func releaseSettled(old, updated client.Object) bool {
 	o, ok1 := old.(*k0rdentv1beta1.ServiceSet)
 	n, ok2 := updated.(*k0rdentv1beta1.ServiceSet)
@@ -214,7 +214,8 @@ func releaseSettled(old, updated client.Object) bool {
 		before[s.Name] = s.State
 	}
 	for _, s := range n.Status.Services {
-		settled := s.State == k0rdentv1beta1.ServiceStateDeployed || s.State == k0rdentv1beta1.ServiceStateFailed
+		settled := s.State == k0rdentv1beta1.ServiceStateDeployed || s.State == k0rdentv1beta1.ServiceStateFailed ||
+			s.State == k0rdentv1beta1.ServiceStateDeleted
 		if settled && before[s.Name] != s.State {
 			return true
 		}
