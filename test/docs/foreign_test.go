@@ -13,6 +13,8 @@ var foreignFlags = map[string]string{
 	"watch-label-selector":    "Flux's controllers",
 	"default-service-account": "Flux's kustomize-controller",
 	"total-shards":            "kube-state-metrics",
+	"force-conflicts":         "kubectl apply --server-side",
+	"feature-gates":           "Flux's kustomize-controller",
 }
 
 // foreignPaths are paths in other projects' repositories that the
