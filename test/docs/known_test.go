@@ -33,40 +33,26 @@ var flagSources = []string{".", "internal/offline", "internal/sandbox", "interna
 func knownFlags(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	fset := token.NewFileSet()
 	for _, dir := range flagSources {
-		files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, file := range files {
-			if strings.HasSuffix(file, "_test.go") {
-				continue
-			}
-			f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
-			if err != nil {
-				t.Fatalf("parsing %s: %v", file, err)
-			}
-			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || !flagMethods.MatchString(sel.Sel.Name) {
-					return true
-				}
-				for _, a := range call.Args {
-					if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						if name, err := strconv.Unquote(lit.Value); err == nil {
-							out[name] = true
-						}
-						break
-					}
-				}
+		inspectSource(t, dir, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
 				return true
-			})
-		}
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || !flagMethods.MatchString(sel.Sel.Name) {
+				return true
+			}
+			for _, a := range call.Args {
+				if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if name, err := strconv.Unquote(lit.Value); err == nil {
+						out[name] = true
+					}
+					break
+				}
+			}
+			return true
+		})
 	}
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	(&zap.Options{}).BindFlags(zfs)
@@ -106,11 +92,6 @@ func knownTargets(t *testing.T) map[string]bool {
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	out := map[string]bool{}
-	fset := token.NewFileSet()
-	files, err := filepath.Glob(filepath.Join(root, "internal/metrics/*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	add := func(e ast.Expr) {
 		if lit, ok := e.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 			if name, err := strconv.Unquote(lit.Value); err == nil {
@@ -118,28 +99,19 @@ func knownMetrics(t *testing.T) map[string]bool {
 			}
 		}
 	}
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
-		if err != nil {
-			t.Fatalf("parsing %s: %v", file, err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			switch x := n.(type) {
-			case *ast.KeyValueExpr:
-				if k, ok := x.Key.(*ast.Ident); ok && k.Name == "Name" {
-					add(x.Value)
-				}
-			case *ast.CallExpr:
-				if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "desc" && len(x.Args) > 0 {
-					add(x.Args[0])
-				}
+	inspectSource(t, "internal/metrics", func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.KeyValueExpr:
+			if k, ok := x.Key.(*ast.Ident); ok && k.Name == "Name" {
+				add(x.Value)
 			}
-			return true
-		})
-	}
+		case *ast.CallExpr:
+			if id, ok := x.Fun.(*ast.Ident); ok && id.Name == "desc" && len(x.Args) > 0 {
+				add(x.Args[0])
+			}
+		}
+		return true
+	})
 	data, err := os.ReadFile(filepath.Join(root, "charts/apiary/files/kube-state-metrics.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -192,4 +164,25 @@ func knownReasons(t *testing.T) map[string]bool {
 		t.Fatalf("docs/conditions.md gave too little: %d names", len(out))
 	}
 	return out
+}
+
+// inspectSource walks the syntax of the non-test Go files of dir (relative
+// to the repository's root) with visit, as ast.Inspect does.
+func inspectSource(t *testing.T, dir string, visit func(ast.Node) bool) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(root, dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		if strings.HasSuffix(file, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("parsing %s: %v", file, err)
+		}
+		ast.Inspect(f, visit)
+	}
 }

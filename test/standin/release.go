@@ -93,14 +93,7 @@ func (r KCMRelease) Validate() error {
 // deletedState returns a state turned Deleted, as kcm 1.11+ reports a
 // service it removed.
 func deletedState(st k0rdentv1beta1.ServiceState) k0rdentv1beta1.ServiceState {
-	if st.State != k0rdentv1beta1.ServiceStateDeleted {
-		now := metav1.Now().Rfc3339Copy()
-		st.State, st.FailureMessage, st.LastStateTransitionTime = k0rdentv1beta1.ServiceStateDeleted, "", &now
-	}
-	if st.Type == "" {
-		st.Type = k0rdentv1beta1.ServiceTypeHelm
-	}
-	return st
+	return turned(st, k0rdentv1beta1.ServiceStateDeleted)
 }
 
 // deployedHash returns the lastDeployedHash of a service as kcm 1.12

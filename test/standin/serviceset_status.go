@@ -62,9 +62,15 @@ func serviceState(prev []k0rdentv1beta1.ServiceState, e *k0rdentv1beta1.ServiceW
 
 // deleting returns a state turned Deleting.
 func deleting(st k0rdentv1beta1.ServiceState) k0rdentv1beta1.ServiceState {
-	if st.State != k0rdentv1beta1.ServiceStateDeleting {
+	return turned(st, k0rdentv1beta1.ServiceStateDeleting)
+}
+
+// turned returns a state turned to state (a Helm service unless typed),
+// its transition time now when that changes the state.
+func turned(st k0rdentv1beta1.ServiceState, state string) k0rdentv1beta1.ServiceState {
+	if st.State != state {
 		now := metav1.Now().Rfc3339Copy()
-		st.State, st.FailureMessage, st.LastStateTransitionTime = k0rdentv1beta1.ServiceStateDeleting, "", &now
+		st.State, st.FailureMessage, st.LastStateTransitionTime = state, "", &now
 	}
 	if st.Type == "" {
 		st.Type = k0rdentv1beta1.ServiceTypeHelm
