@@ -406,7 +406,10 @@ type WorkspaceDeployment struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   WorkspaceDeploymentSpec   `json:"spec"`
+	Spec WorkspaceDeploymentSpec `json:"spec"`
+	// Status is written by Apiary. Until then it holds observedGeneration -1
+	// (as Flux's kinds do), so kstatus reads a new object as in progress.
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status WorkspaceDeploymentStatus `json:"status,omitempty"`
 }
 

@@ -129,7 +129,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	readVersion := obj.ResourceVersion
 	sp := reconciler.NewPatcher(r.Client, obj)
 	oldPhase := obj.Status.Phase
-	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
+	neverDone := obj.Status.ObservedGeneration <= 0 // never Ready, never Stalled (-1: the CRD default)
 	// The shard acts: a wait it reported is over.
 	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
