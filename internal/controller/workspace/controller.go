@@ -220,6 +220,10 @@ type workspaceRun struct {
 	resolved workspacesv1.WorkspaceResourceSpec
 	selector map[string]string
 	demand   int64
+	// serviceSetDigest is the applied-digest of the ServiceSet the sink
+	// holds for the workspace: a cached ServiceSet without it predates the
+	// apply and says nothing of the release.
+	serviceSetDigest string
 	// persist writes the status now, ahead of the reconciliation's end.
 	persist func(context.Context) error
 	// retry asks for another reconciliation after it, for work a step
