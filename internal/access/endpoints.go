@@ -27,6 +27,8 @@ type Route struct {
 	Problem string
 	// Exhausted is set when the Problem is that the port pool is full.
 	Exhausted bool
+	// HostTaken is set when the Problem is that another holds the host name.
+	HostTaken bool
 	// Infra is set when the Problem is the routing infrastructure's: no
 	// pool, or a route kind the regional cluster does not serve.
 	Infra bool
@@ -69,14 +71,17 @@ type PlanInput struct {
 	// NoHTTPRoutes and NoTCPRoutes, when set, say why HTTPRoutes or
 	// TCPRoutes cannot be made on the regional cluster.
 	NoHTTPRoutes, NoTCPRoutes string
+	// HostsHeld names, by host name, the holder of the hosts another holds
+	// (HostLedger.Claim): their endpoints wait.
+	HostsHeld map[string]string
 }
 
 // Plan derives each endpoint's route, in the endpoints' order: the first
 // HTTP endpoint at <scheme>://<workspace>.<domain>, further ones at
 // <scheme>://<workspace>-<endpoint>.<domain>, TCP and SSH endpoints at
 // tcp:// or ssh://<domain>:<pool port>. Endpoints that cannot be routed
-// (name too long, no port, no route kind) carry a Problem; the others are
-// unaffected.
+// (name too long, host name or port held by another, no route kind) carry
+// a Problem; the others are unaffected.
 func Plan(in PlanInput) []Route {
 	out := make([]Route, 0, len(in.Endpoints))
 	primary := true
@@ -95,6 +100,8 @@ func Plan(in PlanInput) []Route {
 				r.Problem = err.Error()
 			case in.NoHTTPRoutes != "":
 				r.Problem, r.Infra = in.NoHTTPRoutes, true
+			case in.HostsHeld[host] != "":
+				r.Problem, r.HostTaken = HeldBy(host, in.HostsHeld[host]), true
 			default:
 				r.Hostname, r.URL = host, in.Tenant.Scheme+"://"+host
 			}

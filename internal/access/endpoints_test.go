@@ -82,6 +82,13 @@ func TestPlan(t *testing.T) {
 			want: []want{{url: "https://nb.acme.example.com", svc: "r-web"}, {svc: "r-ssh", problem: "TCPRoute is not served"}},
 		},
 		{
+			name: "a host name another holds fails that endpoint only",
+			in: PlanInput{Workspace: "nb", Release: "r", Tenant: tenant, HostsHeld: map[string]string{"nb-api.acme.example.com": "workspace team/nb-api"},
+				Endpoints: []workspacesv1.AccessEndpoint{ep("web", http, 80), ep("api", http, 81)}},
+			want: []want{{url: "https://nb.acme.example.com", svc: "r-web"},
+				{svc: "r-api", problem: "host name nb-api.acme.example.com is held by workspace team/nb-api"}},
+		},
+		{
 			name: "an HTTP scheme comes from an HTTP listener",
 			in: PlanInput{Workspace: "nb", Release: "r", Tenant: Tenant{Domain: "dev.local", Scheme: "http"},
 				Endpoints: []workspacesv1.AccessEndpoint{ep("web", http, 80)}},
@@ -106,6 +113,8 @@ func TestPlan(t *testing.T) {
 				}
 				infra := strings.Contains(w.problem, "no TCP listeners") || strings.Contains(w.problem, "not served")
 				g.Expect(got[i].Infra).To(Equal(infra), "endpoint %d", i)
+				g.Expect(got[i].HostTaken).To(Equal(strings.Contains(w.problem, "is held by")), "endpoint %d", i)
+				g.Expect(got[i].Hostname == "").To(Equal(got[i].URL == "" || !strings.HasPrefix(got[i].URL, "http")), "endpoint %d", i)
 			}
 		})
 	}

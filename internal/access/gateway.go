@@ -2,8 +2,9 @@
 // through the tenant Gateway of its regional cluster, as the exalsius
 // operator does (ADR-0001): the tenant domain and scheme from the Gateway's
 // wildcard listener, host names and URLs per endpoint, the port pool of the
-// Gateway's TCP listeners and the ledger that hands its ports out, and the
-// input of the workspace-routes bundle. It is pure: it reads no cluster.
+// Gateway's TCP listeners and the ledger that hands its ports out, the
+// ledger that gives each host name to one workspace, and the input of the
+// workspace-routes bundle. It is pure: it reads no cluster.
 package access
 
 import (

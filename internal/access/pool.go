@@ -1,6 +1,7 @@
 package access
 
 import (
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -167,14 +168,17 @@ func (l *Ledger) Held(key PoolKey, holder types.NamespacedName) map[string]strin
 func (l *Ledger) Release(holder types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for key, holds := range l.pools {
-		for name, h := range holds {
-			if h.holder == holder {
-				delete(holds, name)
-			}
-		}
-		if len(holds) == 0 {
-			delete(l.pools, key)
+	deleteHeld(l.pools, func(h hold) bool { return h.holder == holder })
+}
+
+// deleteHeld deletes the entries of each inner map that held reports, and
+// the inner maps left empty: a holder's release from a ledger of grants
+// by key.
+func deleteHeld[K, N comparable, V any](grants map[K]map[N]V, held func(V) bool) {
+	for key, inner := range grants {
+		maps.DeleteFunc(inner, func(_ N, v V) bool { return held(v) })
+		if len(inner) == 0 {
+			delete(grants, key)
 		}
 	}
 }

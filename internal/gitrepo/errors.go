@@ -96,3 +96,22 @@ func redactURL(raw string) string {
 	}
 	return u.Redacted()
 }
+
+// CheckRemoteURL refuses a remote that is not http://, https:// or ssh://,
+// the schemes a Flux GitRepository accepts. A local path or a file:// URL
+// would have the manager clone and push its own files, such as another
+// tenant's checkout.
+func CheckRemoteURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return fmt.Errorf("repository URL %s cannot be parsed", redactURL(raw))
+	}
+	switch u.Scheme {
+	case "http", "https", "ssh":
+		if u.Host == "" {
+			return fmt.Errorf("repository URL %s names no host", redactURL(raw))
+		}
+		return nil
+	}
+	return fmt.Errorf("repository URL %s is not http://, https:// or ssh://", redactURL(raw))
+}

@@ -26,6 +26,10 @@ func TestReleaseVerdict(t *testing.T) {
 	svc := func(name, state string) k0rdentv1beta1.ServiceState {
 		return k0rdentv1beta1.ServiceState{Name: name, State: state, FailureMessage: "boom"}
 	}
+	withHash := func(s k0rdentv1beta1.ServiceState) k0rdentv1beta1.ServiceState {
+		s.LastDeployedHash = "5f0c1e"
+		return s
+	}
 	const timeout = 10 * time.Minute
 	cases := []struct {
 		name    string
@@ -45,6 +49,19 @@ func TestReleaseVerdict(t *testing.T) {
 		{"no state past the timeout", ss(1, 1), ago(11 * time.Minute), ReleaseTimedOut, "no state yet", 0},
 		{"provisioning past the timeout", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateProvisioning)), ago(timeout + time.Second), ReleaseTimedOut, "state Provisioning", 0},
 		{"at the timeout exactly", ss(1, 1), ago(timeout), ReleasePending, "no state yet", 0},
+		// kcm 1.11+: a Deleted release is gone, never pending, whatever the
+		// generation and the time waited.
+		{"deleted", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateDeleted)), ago(time.Minute), ReleaseDeleted, "state Deleted", 0},
+		{"deleted at an older generation", ss(3, 2, svc("r", k0rdentv1beta1.ServiceStateDeleted)), nil, ReleaseDeleted, "state Deleted", 0},
+		{"deleted past the timeout", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateDeleted)), ago(time.Hour), ReleaseDeleted, "state Deleted", 0},
+		{"deleting is on its way out, still pending", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateDeleting)), ago(time.Minute), ReleasePending, "state Deleting", 9 * time.Minute},
+		{"another release deleted", ss(1, 1, svc("other", k0rdentv1beta1.ServiceStateDeleted), svc("r", k0rdentv1beta1.ServiceStateDeployed)), nil, ReleaseDeployed, "state Deployed", 0},
+		{"a deleted entry beside a live one", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateProvisioning), svc("r", k0rdentv1beta1.ServiceStateDeleted)), nil, ReleasePending, "state Provisioning", timeout},
+		{"a live entry beside a deleted one", ss(1, 1, svc("r", k0rdentv1beta1.ServiceStateDeleted), svc("r", k0rdentv1beta1.ServiceStateDeployed)), nil, ReleaseDeployed, "state Deployed", 0},
+		// kcm 1.12: a Provisioning state with a lastDeployedHash is an
+		// upgrade of a deployed release, still pending.
+		{"provisioning after a deploy (1.12)", ss(2, 2, withHash(svc("r", k0rdentv1beta1.ServiceStateProvisioning))), ago(time.Minute), ReleasePending, "state Provisioning", 9 * time.Minute},
+		{"deployed with its hash (1.12)", ss(2, 2, withHash(svc("r", k0rdentv1beta1.ServiceStateDeployed))), nil, ReleaseDeployed, "state Deployed", 0},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -170,6 +170,9 @@ func fromGitRepository(ctx context.Context, reader client.Reader, o *GitOptions)
 	}
 	if o.URL == "" {
 		o.URL, _, _ = unstructured.NestedString(gr.Object, "spec", "url")
+		if err := gitrepo.CheckRemoteURL(o.URL); err != nil {
+			return fmt.Errorf("using Flux GitRepository %s: %w", o.GitRepositoryRef, err)
+		}
 	}
 	if o.Branch == "" {
 		o.Branch, _, _ = unstructured.NestedString(gr.Object, "spec", "ref", "branch")

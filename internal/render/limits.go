@@ -55,28 +55,21 @@ func DefaultLimits() Limits {
 // withDefaults replaces every unset (zero or negative) limit by its default.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
-	if l.Timeout <= 0 {
-		l.Timeout = d.Timeout
-	}
-	if l.MaxSteps <= 0 {
-		l.MaxSteps = d.MaxSteps
-	}
-	if l.MaxWorkBytes <= 0 {
-		l.MaxWorkBytes = d.MaxWorkBytes
-	}
-	if l.MaxDepth <= 0 {
-		l.MaxDepth = d.MaxDepth
-	}
-	if l.MaxObjects <= 0 {
-		l.MaxObjects = d.MaxObjects
-	}
-	if l.MaxObjectBytes <= 0 {
-		l.MaxObjectBytes = d.MaxObjectBytes
-	}
-	if l.MaxOutputBytes <= 0 {
-		l.MaxOutputBytes = d.MaxOutputBytes
-	}
+	orDefault(&l.Timeout, d.Timeout)
+	orDefault(&l.MaxSteps, d.MaxSteps)
+	orDefault(&l.MaxWorkBytes, d.MaxWorkBytes)
+	orDefault(&l.MaxDepth, d.MaxDepth)
+	orDefault(&l.MaxObjects, d.MaxObjects)
+	orDefault(&l.MaxObjectBytes, d.MaxObjectBytes)
+	orDefault(&l.MaxOutputBytes, d.MaxOutputBytes)
 	return l
+}
+
+// orDefault sets *v to d when it is zero or negative.
+func orDefault[T ~int | ~int64](v *T, d T) {
+	if *v <= 0 {
+		*v = d
+	}
 }
 
 // templateLimits are the limits the template engine enforces.

@@ -78,12 +78,13 @@ func setReady(status *k0rdentv1beta1.ClusterDeploymentStatus, gen int64) {
 
 // countServices counts the services and those Deployed, as kcm's
 // ServicesInReadyState does: a service (name and namespace) is ready when
-// any state reports it Deployed; Deleting services are ignored.
+// any state reports it Deployed; Deleting and Deleted (kcm 1.11+) services
+// are ignored.
 func countServices(states []k0rdentv1beta1.ServiceState) (ready, total int) {
 	type key struct{ name, namespace string }
 	deployed := map[key]bool{}
 	for _, st := range states {
-		if st.State == k0rdentv1beta1.ServiceStateDeleting {
+		if st.State == k0rdentv1beta1.ServiceStateDeleting || st.State == k0rdentv1beta1.ServiceStateDeleted {
 			continue
 		}
 		k := key{st.Name, st.Namespace}

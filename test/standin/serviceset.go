@@ -54,7 +54,8 @@ const (
 // ServiceSet as a Helm release, from a chart embedded in this package, on
 // the child cluster whose kubeconfig Secret <spec.cluster>-kubeconfig the
 // ServiceSet's namespace holds, and reports Pending, Provisioning, Deployed,
-// Failed and Deleting as the adapter does. It implements Services, so a
+// Failed and Deleting as the adapter does (and Deleted, lastDeployedHash and
+// ServicesInReadyState when it reports like kcm v1.12: ReportAs). It implements Services, so a
 // StandIn with Services set to it aggregates the services into its
 // ClusterDeployments. Set the fields before SetupWithManager.
 type ServiceSets struct {
@@ -69,6 +70,10 @@ type ServiceSets struct {
 	// DeletionGrace is how long a deleted ServiceSet keeps trying to
 	// uninstall from a child it cannot reach; zero means DefaultDeletionGrace.
 	DeletionGrace time.Duration
+
+	// ReportAs is the kcm release line whose status the stand-in writes;
+	// the zero value, KCM19, reports as kcm 1.8 to 1.10 do.
+	ReportAs KCMRelease
 
 	helm helmClients
 

@@ -66,6 +66,7 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 	}
 	status.Provider = k0rdentv1beta1.ProviderState{Ready: true}
 	setServiceSetConditions(status, ss.Generation)
+	rel := s.reportAs(ctx, ss)
 
 	kubeconfig, err := s.kubeconfig(ctx, ss)
 	if err != nil {
@@ -86,6 +87,7 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 			states = append(states, serviceState(ss.Status.Services, &ss.Spec.Services[i], k0rdentv1beta1.ServiceStatePending, ""))
 		}
 		status.Services, status.Deployed = states, false
+		rel.report(status, ss.Generation)
 		return reconcile.Result{}, s.patchStatus(ctx, ss, status)
 	}
 
@@ -95,7 +97,7 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 			result.RequeueAfter = d
 		}
 	}
-	removing, err := s.removeDropped(ctx, ss, ch)
+	removing, err := s.removeDropped(ctx, ss, ch, rel)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "removing services", "serviceSet", client.ObjectKeyFromObject(ss))
 		requeue(s.retryInterval())
@@ -112,12 +114,17 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 	states := func() []k0rdentv1beta1.ServiceState {
 		var out []k0rdentv1beta1.ServiceState
 		for i := range steps {
-			out = append(out, serviceState(ss.Status.Services, steps[i].entry, steps[i].state, steps[i].msg))
+			st := serviceState(ss.Status.Services, steps[i].entry, steps[i].state, steps[i].msg)
+			if rel == KCM112 && steps[i].rec != nil {
+				st.LastDeployedHash = deployedHash(ss.Status.Services, &st, s.snapshot(steps[i].rec).hash)
+			}
+			out = append(out, st)
 		}
 		return append(out, removing...)
 	}
 	status.Services = states()
 	status.Deployed = allDeployed(status.Services)
+	rel.report(status, ss.Generation)
 	if err := s.patchStatus(ctx, ss, status); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -145,6 +152,7 @@ func (s *ServiceSets) reconcileNormal(ctx context.Context, ss *k0rdentv1beta1.Se
 	status = ss.Status.DeepCopy()
 	status.Services = states()
 	status.Deployed = allDeployed(status.Services)
+	rel.report(status, ss.Generation)
 	return result, s.patchStatus(ctx, ss, status)
 }
 
@@ -244,12 +252,20 @@ func helmInstallOptions(o *k0rdentv1beta1.ServiceHelmOptions) installOptions {
 }
 
 // removeDropped uninstalls the releases of services that left the spec and
-// returns those it could not remove yet, as Deleting.
-func (s *ServiceSets) removeDropped(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, ch *childCluster) ([]k0rdentv1beta1.ServiceState, error) {
+// returns those it could not remove yet, as Deleting; like kcm 1.12 (rel),
+// it also returns those it removed, as Deleted.
+func (s *ServiceSets) removeDropped(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, ch *childCluster,
+	rel KCMRelease) ([]k0rdentv1beta1.ServiceState, error) {
 	var left []k0rdentv1beta1.ServiceState
 	var firstErr error
 	for _, old := range ss.Status.Services {
 		if inSpec(ss, old.Name, old.Namespace) {
+			continue
+		}
+		if old.State == k0rdentv1beta1.ServiceStateDeleted {
+			if rel == KCM112 {
+				left = append(left, old)
+			}
 			continue
 		}
 		s.forget(serviceKey{uid: ss.UID, namespace: old.Namespace, name: old.Name})
@@ -258,6 +274,8 @@ func (s *ServiceSets) removeDropped(ctx context.Context, ss *k0rdentv1beta1.Serv
 				firstErr = err
 			}
 			left = append(left, deleting(old))
+		} else if rel == KCM112 {
+			left = append(left, deletedState(old))
 		}
 	}
 	return left, firstErr
@@ -273,8 +291,13 @@ func (s *ServiceSets) reconcileDelete(ctx context.Context, ss *k0rdentv1beta1.Se
 	}
 	status := ss.Status.DeepCopy()
 	setServiceSetConditions(status, ss.Generation)
+	rel := s.reportAs(ctx, ss)
 	status.Services = nil
 	for _, old := range ss.Status.Services {
+		if old.State == k0rdentv1beta1.ServiceStateDeleted {
+			status.Services = append(status.Services, old)
+			continue
+		}
 		status.Services = append(status.Services, deleting(old))
 	}
 	for i := range ss.Spec.Services {
@@ -284,6 +307,7 @@ func (s *ServiceSets) reconcileDelete(ctx context.Context, ss *k0rdentv1beta1.Se
 		}
 	}
 	status.Deployed = false
+	rel.report(status, ss.Generation)
 	if err := s.patchStatus(ctx, ss, status); err != nil {
 		return reconcile.Result{}, err
 	}
@@ -304,6 +328,8 @@ func (s *ServiceSets) reconcileDelete(ctx context.Context, ss *k0rdentv1beta1.Se
 				return reconcile.Result{RequeueAfter: min(wait, time.Second)}, nil
 			}
 			ctrl.LoggerFrom(ctx).Info("giving up the services of an unreachable cluster", "error", err.Error())
+		} else if err := s.reportDeleted(ctx, ss, status, rel); err != nil {
+			return reconcile.Result{}, err
 		}
 	}
 	patch := client.MergeFromWithOptions(ss.DeepCopy(), client.MergeFromWithOptimisticLock{})

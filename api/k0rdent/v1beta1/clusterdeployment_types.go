@@ -59,6 +59,11 @@ type ClusterDeploymentSpec struct {
 	// +optional
 	DataSource string `json:"dataSource,omitempty"`
 
+	// AuditPolicy is the name of a ClusterAuditPolicy in the same namespace
+	// (kcm v1.11 and later).
+	// +optional
+	AuditPolicy string `json:"auditPolicy,omitempty"`
+
 	// ServiceSpec is spec related to deployment of services.
 	// +optional
 	ServiceSpec ServiceSpec `json:"serviceSpec,omitempty"`

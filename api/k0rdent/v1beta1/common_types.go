@@ -18,6 +18,9 @@ const (
 	ServiceStatePending = "Pending"
 	// ServiceStateDeleting means the service is being removed.
 	ServiceStateDeleting = "Deleting"
+	// ServiceStateDeleted means the service was removed: it is gone, not
+	// deploying (kcm v1.11 and later).
+	ServiceStateDeleted = "Deleted"
 )
 
 // ServiceType is the deployment method of a service.
@@ -359,10 +362,19 @@ type ServiceState struct {
 	// +optional
 	Version *string `json:"version,omitempty"`
 
-	// State is the state of the Service.
-	// +kubebuilder:validation:Enum=Deployed;Provisioning;Failed;Pending;Deleting
+	// State is the state of the Service. Deleted is reported by kcm v1.11
+	// and later only.
+	// +kubebuilder:validation:Enum=Deployed;Provisioning;Failed;Pending;Deleting;Deleted
 	// +required
 	State string `json:"state"`
+
+	// LastDeployedHash is kcm's fingerprint of the provider-side
+	// configuration the service was last confirmed Deployed at (kcm v1.12
+	// and later). kcm uses it to keep a service Deployed through transient
+	// progress caused by unrelated applies; Apiary cannot compute it and
+	// only carries it.
+	// +optional
+	LastDeployedHash string `json:"lastDeployedHash,omitempty"`
 
 	// FailureMessage is the reason why the Service failed to deploy.
 	// +optional

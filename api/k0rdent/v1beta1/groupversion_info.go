@@ -5,11 +5,13 @@
 //
 // The real module (github.com/K0rdent/kcm) cannot be fetched here, so these
 // types mirror its JSON field names, required fields, enums and defaults
-// (checked against the kcm v1.8.0 and v1.9.0 CRDs). Flux- and Sveltos-typed
-// sub-trees are kept as preserve-unknown JSON, so no Flux or Sveltos module is
-// imported and a real object round-trips through these types without losing
-// fields. Where v1.8.0 and v1.9.0 differ, the types follow the more permissive
-// v1.9.0 schema.
+// (checked by test/kcmcompat against the kcm v1.8.0, v1.9.0, v1.11.4 and
+// v1.12.0-rc2 CRDs). Flux- and Sveltos-typed sub-trees are kept as
+// preserve-unknown JSON, so no Flux or Sveltos module is imported and a real
+// object round-trips through these types without losing fields. Where
+// releases differ, the types follow the most permissive schema and hold the
+// newest fields (the Deleted service state and lastDeployedHash of v1.12),
+// which older releases never send.
 //
 // The CRDs generated from these types are for tests only; a real cluster runs
 // kcm's own CRDs.

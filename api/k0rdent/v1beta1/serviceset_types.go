@@ -23,6 +23,13 @@ const (
 	ServiceSetProfileCondition = "ServiceSetProfile"
 	// ServiceSetStatusesCollectedCondition reports that service states were collected.
 	ServiceSetStatusesCollectedCondition = "ServiceSetStatusesCollected"
+	// ServiceSetServicesInReadyStateCondition counts the ServiceSet's ready
+	// services, message "<ready>/<total>" (kcm v1.11 and later; the same
+	// type as ServicesInReadyStateCondition on a ClusterDeployment).
+	ServiceSetServicesInReadyStateCondition = ServicesInReadyStateCondition
+	// ServiceSetHealthRulesCondition reports the evaluation of the health
+	// rules that target the ServiceSet (kcm v1.12 and later).
+	ServiceSetHealthRulesCondition = "ServiceSetHealthRules"
 )
 
 // ServiceSetSpec defines the desired state of ServiceSet.

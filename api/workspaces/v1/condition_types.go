@@ -70,6 +70,10 @@ const (
 	ClassInUseReason                = "ClassInUse"
 )
 
+// HelmReleaseDeletedReason: k0rdent reports the workspace's release Deleted
+// (kcm 1.11 and later): it is gone, not deploying.
+const HelmReleaseDeletedReason = "HelmReleaseDeleted"
+
 // Reasons of a workspace that waits for a valuesFrom object: it does not
 // exist (yet), or the ServiceAccount it is read as may not read it
 // (--values-from-service-account).
@@ -115,3 +119,8 @@ const (
 // PortPoolExhaustedReason is Apiary's RoutesReady reason: a TCP or SSH
 // endpoint found no free port in the tenant Gateway's pool.
 const PortPoolExhaustedReason = "PortPoolExhausted"
+
+// HostNameTakenReason is Apiary's RoutesReady reason: an HTTP endpoint's
+// host name is held on the tenant Gateway by another workspace (or another
+// writer's route); the endpoint waits until the holder goes.
+const HostNameTakenReason = "HostNameTaken"

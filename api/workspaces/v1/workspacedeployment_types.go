@@ -205,6 +205,15 @@ type WorkspaceRoutesStatus struct {
 	// +optional
 	Ports []PortAssignment `json:"ports,omitempty"`
 
+	// Hosts are the host names held by the workspace's HTTP endpoints on
+	// the tenant Gateway; another workspace whose endpoint needs one waits
+	// (HostNameTaken) until the workspace goes.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:items:MaxLength=253
+	// +optional
+	Hosts []string `json:"hosts,omitempty"`
+
 	// Delivery reports the route objects delivered to the regional cluster.
 	// +optional
 	Delivery *commonv1.DeliveryStatus `json:"delivery,omitempty"`

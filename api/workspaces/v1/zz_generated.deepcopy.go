@@ -796,6 +796,11 @@ func (in *WorkspaceRoutesStatus) DeepCopyInto(out *WorkspaceRoutesStatus) {
 		*out = make([]PortAssignment, len(*in))
 		copy(*out, *in)
 	}
+	if in.Hosts != nil {
+		in, out := &in.Hosts, &out.Hosts
+		*out = make([]string, len(*in))
+		copy(*out, *in)
+	}
 	if in.Delivery != nil {
 		in, out := &in.Delivery, &out.Delivery
 		*out = new(commonv1.DeliveryStatus)

@@ -61,14 +61,12 @@ func (in *Installer) Ensure(ctx context.Context, t *Target, p workspacesv1.Prere
 	}
 
 	// The Colony may have installed it through the ClusterDeployment's services.
-	for _, s := range t.CD.Status.Services {
-		if s.Template == tmpl {
-			c.Status.Source, c.Status.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
-			if namespaceConflict(&c, p) {
-				return c, nil
-			}
-			return serviceVerdict(c, t.CD.Status.Services, tmpl), nil
+	if s := colonyService(t.CD.Status.Services, tmpl); s != nil {
+		c.Status.Source, c.Status.Namespace = workspacesv1.PrerequisiteSourceColony, s.Namespace
+		if namespaceConflict(&c, p) {
+			return c, nil
 		}
+		return serviceVerdict(c, t.CD.Status.Services, tmpl), nil
 	}
 	for _, s := range t.CD.Spec.ServiceSpec.Services {
 		if s.Template == tmpl {
@@ -106,8 +104,23 @@ func installing(c Check, msg string) Check {
 	return c
 }
 
-// serviceVerdict reads the state of the service installing a template.
+// colonyService returns the first service of a ClusterDeployment's status
+// that installs tmpl and is not Deleted (kcm 1.11+): a Deleted one is gone
+// and installs nothing; nil when there is none.
+func colonyService(states []k0rdentv1beta1.ServiceState, tmpl string) *k0rdentv1beta1.ServiceState {
+	for i := range states {
+		if states[i].Template == tmpl && states[i].State != k0rdentv1beta1.ServiceStateDeleted {
+			return &states[i]
+		}
+	}
+	return nil
+}
+
+// serviceVerdict reads the state of the service installing a template: a
+// Deployed or Failed one decides; a Deleted one (kcm 1.11+) is gone, and
+// fails the check only when no other service of the template is left.
 func serviceVerdict(c Check, states []k0rdentv1beta1.ServiceState, tmpl string) Check {
+	deleted, live := false, false
 	for _, s := range states {
 		if s.Template != tmpl {
 			continue
@@ -120,7 +133,16 @@ func serviceVerdict(c Check, states []k0rdentv1beta1.ServiceState, tmpl string) 
 			c.Verdict, c.Status.Phase = Failed, workspacesv1.PrerequisiteFailed
 			c.Status.Message = fmt.Sprintf("Prerequisite %q failed: %s", tmpl, s.FailureMessage)
 			return c
+		case k0rdentv1beta1.ServiceStateDeleted:
+			deleted = true
+		default:
+			live = true
 		}
+	}
+	if deleted && !live {
+		c.Verdict, c.Status.Phase = Failed, workspacesv1.PrerequisiteFailed
+		c.Status.Message = fmt.Sprintf("Prerequisite %q was deleted from the cluster (k0rdent reports it Deleted)", tmpl)
+		return c
 	}
 	return installing(c, "installing")
 }

@@ -57,13 +57,20 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 		conditions.MarkTrue(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseDeployedReason, "release %s is deployed", name)
 		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseRunning, "Workspace is running"
 		return proceed, nil
+	case k0rdentstatus.ReleaseDeleted:
+		msg := deletedMessage(name, w.cdKey.Name, !ss.DeletionTimestamp.IsZero())
+		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseDeletedReason, "%s", msg)
+		r.fail(ctx, obj, workspacesv1.HelmReleaseDeletedReason, msg)
+		return stopWith(0), nil
 	case k0rdentstatus.ReleaseTimedOut:
 		msg := fmt.Sprintf("release %s was not deployed within %s (%s)", name, timeout, rel.Seen)
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.DeployTimeoutReason, "%s", msg)
 		r.fail(ctx, obj, workspacesv1.DeployTimeoutReason, msg)
 		return stopWith(0), nil
 	}
-	if !conditions.IsFalse(obj, workspacesv1.HelmReleaseReadyCondition) {
+	// A release that was deleted and is delivered again is on its way.
+	if !conditions.IsFalse(obj, workspacesv1.HelmReleaseReadyCondition) ||
+		conditions.GetReason(obj, workspacesv1.HelmReleaseReadyCondition) == workspacesv1.HelmReleaseDeletedReason {
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
 			"waiting for release %s to be deployed", name)
 	}
@@ -83,4 +90,15 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 // shows, costs no status write.
 func deployingMessage(release, cluster string) string {
 	return fmt.Sprintf("waiting for release %s on cluster %q to be deployed", release, cluster)
+}
+
+// deletedMessage says that k0rdent removed a workspace's release, and what
+// brings it back: its ServiceSet delivered again once a deletion in progress
+// ends, else a change of the workspace.
+func deletedMessage(release, cluster string, serviceSetDeleting bool) string {
+	msg := fmt.Sprintf("release %s on cluster %q was deleted (k0rdent reports it Deleted)", release, cluster)
+	if serviceSetDeleting {
+		return msg + "; its ServiceSet is being deleted, and is delivered again once it is gone"
+	}
+	return msg + "; it is not installed again until the workspace or its ServiceSet changes"
 }

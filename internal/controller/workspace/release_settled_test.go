@@ -29,6 +29,9 @@ func TestReleaseSettled(t *testing.T) {
 			set(k0rdentv1beta1.ServiceStateDeployed, k0rdentv1beta1.ServiceStateDeployed), true},
 		{"deployed again after a failure", set(k0rdentv1beta1.ServiceStateFailed), set(k0rdentv1beta1.ServiceStateDeployed), true},
 		{"provisioning again", set(k0rdentv1beta1.ServiceStateDeployed), set(k0rdentv1beta1.ServiceStateProvisioning), false},
+		{"deleting", set(k0rdentv1beta1.ServiceStateDeployed), set(k0rdentv1beta1.ServiceStateDeleting), false},
+		{"deleted (kcm 1.11+)", set(k0rdentv1beta1.ServiceStateDeleting), set(k0rdentv1beta1.ServiceStateDeleted), true},
+		{"still deleted", set(k0rdentv1beta1.ServiceStateDeleted), set(k0rdentv1beta1.ServiceStateDeleted), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

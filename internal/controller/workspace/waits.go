@@ -53,6 +53,15 @@ const (
 	// waitPorts: a port of a regional cluster's pool frees up; fired when a
 	// workspace goes. Requeue: routeInfraResync.
 	waitPorts = "PoolPorts"
+	// waitHosts: a host name of a regional cluster's tenant Gateway frees
+	// up; fired when a workspace goes or its routes let go of a host name
+	// (status.routes.hosts). Requeue: routeInfraResync.
+	waitHosts = "HostNames"
+	// waitHostRival: another workspace claims a host name (Key) the
+	// workspace's routes hold, as shards racing for it may; fired when a
+	// workspace's status.routes.hosts gains the host name. The younger
+	// holder backs off. No requeue.
+	waitHostRival = "HostNameRival"
 	// waitShard: the shard that holds the workspace's cluster hands it
 	// over; fired by the shards' Lease events. Requeue: the shard gate's.
 	waitShard = "ShardHandOver"

@@ -59,7 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r.namespaces = &childns.Namespaces{Children: r.Children, Mesh: r.Mesh}
 	r.routing = &routing.Router{Client: r.Client, Children: r.Children, Sinks: r.RouteSinks, Bundles: r.Bundles,
 		Settings: r.Settings, Gateway: r.Gateway, Mesh: r.Mesh, SyncReader: r.SyncReader, Ports: access.NewLedger(),
-		Stripe: r.portStripe()}
+		Stripe: r.portStripe(), Hosts: access.NewHostLedger()}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workspacedeployment").
 		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
@@ -72,8 +72,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Watches(&k0rdentv1beta1.ServiceSet{}, r.forgetDeletedPrerequisites()).
 		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfSecret)).
 		WatchesMetadata(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfValues("ConfigMap"))).
-		// A workspace that changes phase or goes may free GPUs, quota room
-		// and pool ports for those waiting.
+		// A workspace that changes phase or goes may free GPUs, quota room,
+		// pool ports and host names for those waiting.
 		Watches(&workspacesv1.WorkspaceDeployment{}, handler.Funcs{
 			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 				add(q, r.siblingChanged(e.ObjectOld, e.ObjectNew))
@@ -202,7 +202,7 @@ func (r *Reconciler) workspacesReferencedBy(ctx context.Context, o client.Object
 }
 
 // releaseSettled reports whether a ServiceSet update settles one of its
-// releases: a service whose state turned Deployed or Failed.
+// releases: a service whose state turned Deployed, Failed or Deleted.
 func releaseSettled(old, updated client.Object) bool {
 	o, ok1 := old.(*k0rdentv1beta1.ServiceSet)
 	n, ok2 := updated.(*k0rdentv1beta1.ServiceSet)
@@ -214,7 +214,8 @@ func releaseSettled(old, updated client.Object) bool {
 		before[s.Name] = s.State
 	}
 	for _, s := range n.Status.Services {
-		settled := s.State == k0rdentv1beta1.ServiceStateDeployed || s.State == k0rdentv1beta1.ServiceStateFailed
+		settled := s.State == k0rdentv1beta1.ServiceStateDeployed || s.State == k0rdentv1beta1.ServiceStateFailed ||
+			s.State == k0rdentv1beta1.ServiceStateDeleted
 		if settled && before[s.Name] != s.State {
 			return true
 		}
@@ -245,8 +246,10 @@ func (r *Reconciler) workspacesOfValues(kind string) handler.MapFunc {
 }
 
 // siblingChanged maps a workspace's update to the topics it may end: one
-// that changes phase or is being deleted may free GPUs of its cluster, and
-// one whose quota reservation changes moves the queues of quotas.
+// that changes phase or is being deleted may free GPUs of its cluster, one
+// whose quota reservation changes moves the queues of quotas, one whose
+// routes let go of a host name frees it, and one whose routes claim a host
+// name wakes its other holders (hostRivals).
 func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Request {
 	o, okOld := old.(*workspacesv1.WorkspaceDeployment)
 	n, okNew := updated.(*workspacesv1.WorkspaceDeployment)
@@ -261,17 +264,23 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 	if (before == nil) != (after == nil) || before != nil && before.Status != after.Status {
 		topics = append(topics, wake.Topic{Kind: waitQuota})
 	}
-	return r.wake(topics...)
+	gained, lost := hostsChanged(o, n)
+	if lost {
+		topics = append(topics, wake.Topic{Kind: waitHosts})
+	}
+	return append(r.wake(topics...), r.hostRivals(n, gained)...)
 }
 
 // siblingGone maps a workspace's deletion to what it frees: GPUs of its
-// cluster, room in quotas, ports of a regional pool.
+// cluster, room in quotas, ports of a regional pool, host names of a
+// tenant Gateway.
 func (r *Reconciler) siblingGone(o client.Object) []reconcile.Request {
 	w, ok := o.(*workspacesv1.WorkspaceDeployment)
 	if !ok {
 		return nil
 	}
-	return r.wake(clusterTopic(waitCapacity, plan.ClusterKey(w)), wake.Topic{Kind: waitQuota}, wake.Topic{Kind: waitPorts})
+	return r.wake(clusterTopic(waitCapacity, plan.ClusterKey(w)), wake.Topic{Kind: waitQuota}, wake.Topic{Kind: waitPorts},
+		wake.Topic{Kind: waitHosts})
 }
 
 // quotaWaiters maps a quota's change, or a namespace's label change (which

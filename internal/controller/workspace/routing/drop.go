@@ -16,15 +16,18 @@ import (
 
 // Drop deletes the routes recorded on the workspace's status from
 // their regional cluster (routes and Services first, awaited, so that their
-// pool ports are free; then the namespace, not awaited), frees the
-// workspace's pool ports and forgets the routes. A regional cluster that is
-// gone or going takes its routes with it. It reports done=false while routes
-// remain.
+// pool ports and host names are free; then the namespace, not awaited),
+// frees the workspace's pool ports and host names and forgets the routes.
+// A regional cluster that is gone or going takes its routes with it. It
+// reports done=false while routes remain.
 func (r *Router) Drop(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) (bool, error) {
 	self := client.ObjectKeyFromObject(obj)
 	release := func() {
 		if r.Ports != nil {
 			r.Ports.Release(self)
+		}
+		if r.Hosts != nil {
+			r.Hosts.Release(self)
 		}
 	}
 	rs := obj.Status.Routes

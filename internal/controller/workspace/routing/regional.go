@@ -179,19 +179,8 @@ func tcpClaims(ctx context.Context, v *regionalView, obj *workspacesv1.Workspace
 	var claims []access.Claim
 	for i := range list.Items {
 		route := &list.Items[i]
-		parents, _, _ := unstructured.NestedSlice(route.Object, "spec", "parentRefs")
-		for _, p := range parents {
-			ref, ok := p.(map[string]any)
-			if !ok {
-				continue
-			}
-			name, _ := ref["name"].(string)
-			ns, _ := ref["namespace"].(string)
-			section, _ := ref["sectionName"].(string)
-			if ns == "" {
-				ns = route.GetNamespace()
-			}
-			if name != v.gateway.Name || ns != v.gateway.Namespace || section == "" {
+		for _, section := range gatewaySections(route, v.gateway) {
+			if section == "" {
 				continue
 			}
 			if route.GetNamespace() == plan.ChildNamespace(obj.Name) && own.Owns(route.GetLabels()) {

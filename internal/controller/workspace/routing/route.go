@@ -8,7 +8,6 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/jitter"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -17,7 +16,6 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
-	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -81,17 +79,38 @@ func (r *Router) Route(ctx context.Context, w *Target) time.Duration {
 	if block != nil {
 		return r.routesBlocked(obj, endpoints, block)
 	}
-	routes := access.Plan(access.PlanInput{
+	in := access.PlanInput{
 		Workspace: obj.Name, Release: plan.ReleaseName(plan.ClusterKey(obj).Name, obj.Name), Endpoints: endpoints, Tenant: v.tenant,
 		Gateway: v.gateway.String(), Ports: ports, NoHTTPRoutes: v.noHTTP, NoTCPRoutes: v.noTCP,
-	})
-	recordRoutes(obj, v, routes)
-	objs, digest, err := r.renderRoutes(ctx, obj, v, routes)
+	}
+	wanted := hostnames(access.Plan(in))
+	held, claimed, block := r.claimHosts(ctx, obj, v, wanted)
+	if block != nil {
+		return r.routesBlocked(obj, endpoints, block)
+	}
+	in.HostsHeld = held
+	routes, digest, applied, block, err := r.publish(ctx, obj, v, in)
+	if err == nil && block == nil && applied && len(claimed) > 0 {
+		// A host claimed anew is the workspace's once its route is there
+		// and no older workspace's route holds it too.
+		if now, recheckErr := r.recheckHosts(ctx, obj, v, wanted); recheckErr != nil {
+			block = routingError("%s", recheckErr)
+		} else if yields(claimed, now) {
+			in.HostsHeld = now
+			var again bool
+			routes, digest, again, block, err = r.publish(ctx, obj, v, in)
+			applied = applied || again
+		}
+	}
 	if err != nil {
 		return r.routesBlocked(obj, endpoints, &routeBlock{reason: workspacesv1.RoutingErrorReason,
 			message: fmt.Sprintf("rendering the routes: %s", err), requeue: routeInfraResync})
 	}
-	applied, block := r.deliverRoutes(ctx, obj, v, objs, digest)
+	for _, rt := range routes {
+		w.AwaitingPort = w.AwaitingPort || rt.Exhausted
+		w.AwaitingHost = w.AwaitingHost || rt.HostTaken
+	}
+	w.Hosts = obj.Status.Routes.Hosts
 	if block == nil && (applied || !conditions.IsTrue(obj, workspacesv1.RoutesReadyCondition)) {
 		block = r.markServicesGlobal(ctx, w, routes)
 	}
@@ -107,13 +126,46 @@ func (r *Router) Route(ctx context.Context, w *Target) time.Duration {
 	}
 	obj.Status.Access = entries
 	wait := markRoutes(obj, routes, entries, block)
-	if conditions.GetReason(obj, workspacesv1.RoutesReadyCondition) == workspacesv1.PortPoolExhaustedReason {
-		w.AwaitingPort = true
-	}
 	if wait > 0 {
 		return jitter.JitteredIntervalDuration(wait)
 	}
 	return 0
+}
+
+// publish plans the routes, records them on the status, renders and
+// delivers them; it returns the routes, the digest of what it rendered,
+// whether it delivered, and an error when the routes cannot be rendered.
+func (r *Router) publish(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView,
+	in access.PlanInput) ([]access.Route, string, bool, *routeBlock, error) {
+	routes := access.Plan(in)
+	recordRoutes(obj, v, routes)
+	objs, digest, err := r.renderRoutes(ctx, obj, v, routes)
+	if err != nil {
+		return routes, "", false, nil, err
+	}
+	applied, block := r.deliverRoutes(ctx, obj, v, objs, digest)
+	return routes, digest, applied, block, nil
+}
+
+// yields reports whether another holds one of the hosts claimed.
+func yields(claimed []string, held map[string]string) bool {
+	for _, h := range claimed {
+		if held[h] != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// hostnames are the host names of the routable HTTP routes.
+func hostnames(routes []access.Route) []string {
+	var out []string
+	for _, rt := range routes {
+		if rt.Routable() && rt.Hostname != "" {
+			out = append(out, rt.Hostname)
+		}
+	}
+	return out
 }
 
 // routesBlocked reports that no endpoint can be published now.
@@ -127,81 +179,8 @@ func (r *Router) routesBlocked(obj *workspacesv1.WorkspaceDeployment, endpoints 
 	return jitter.JitteredIntervalDuration(b.requeue)
 }
 
-// assignPorts takes pool ports for the workspace's TCP and SSH endpoints
-// from the ledger, seeded with what the statuses of the regional cluster's
-// workspaces record. The regional cluster's TCPRoutes are listed only when
-// an endpoint needs a new port, so that other writers' ports are not taken.
-func (r *Router) assignPorts(ctx context.Context, obj *workspacesv1.WorkspaceDeployment,
-	endpoints []workspacesv1.AccessEndpoint, v *regionalView) (map[string]access.Listener, *routeBlock) {
-	if v.noTCP != "" || len(v.tenant.Pool) == 0 {
-		return nil, nil
-	}
-	self := client.ObjectKeyFromObject(obj)
-	claims, err := r.poolClaims(ctx, obj, v)
-	if err != nil {
-		return nil, routingError("%s", err)
-	}
-	tcp := access.TCPEndpoints(endpoints)
-	known := r.Ports.Held(v.poolKey(), self)
-	for _, c := range claims {
-		if c.Holder == self {
-			known[c.Endpoint] = c.Listener
-		}
-	}
-	var taken map[string]bool
-	for _, e := range tcp {
-		if l, ok := known[e]; ok && inPool(v.tenant.Pool, l) {
-			continue
-		}
-		own, t, err := tcpClaims(ctx, v, obj)
-		if err != nil {
-			return nil, routingError("%s", err)
-		}
-		claims, taken = append(claims, own...), t
-		break
-	}
-	live := func(h types.NamespacedName) bool {
-		return !apierrors.IsNotFound(r.Get(ctx, h, &workspacesv1.WorkspaceDeployment{}))
-	}
-	return r.Ports.Assign(v.poolKey(), access.Request{Holder: self, Endpoints: tcp, Pool: v.tenant.Pool,
-		Claims: claims, Taken: taken, Live: live, Stripe: r.Stripe}), nil
-}
-
-func inPool(pool []access.Listener, name string) bool {
-	for _, l := range pool {
-		if l.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
-// poolClaims returns the ports the workspaces of a regional cluster record
-// on their status for its tenant Gateway, this one's first, from the cache.
-func (r *Router) poolClaims(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, v *regionalView) ([]access.Claim, error) {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceRegional: v.cluster.String()}); err != nil {
-		return nil, fmt.Errorf("listing the workspaces of regional cluster %s: %w", v.cluster, err)
-	}
-	var claims []access.Claim
-	add := func(w *workspacesv1.WorkspaceDeployment) {
-		rs := w.Status.Routes
-		if rs == nil || rs.Cluster != v.cluster.String() || rs.Gateway != v.gateway.String() {
-			return
-		}
-		for _, p := range rs.Ports {
-			claims = append(claims, access.Claim{Holder: client.ObjectKeyFromObject(w), Endpoint: p.Endpoint, Listener: p.Listener})
-		}
-	}
-	add(obj)
-	for i := range list.Items {
-		add(&list.Items[i])
-	}
-	return claims, nil
-}
-
-// recordRoutes records the regional cluster, Gateway and pool ports of the
-// workspace's routes on its status.
+// recordRoutes records the regional cluster, Gateway, host names and pool
+// ports of the workspace's routes on its status.
 func recordRoutes(obj *workspacesv1.WorkspaceDeployment, v *regionalView, routes []access.Route) {
 	if obj.Status.Routes == nil {
 		obj.Status.Routes = &workspacesv1.WorkspaceRoutesStatus{}
@@ -209,6 +188,7 @@ func recordRoutes(obj *workspacesv1.WorkspaceDeployment, v *regionalView, routes
 	rs := obj.Status.Routes
 	rs.Cluster, rs.Gateway = v.cluster.String(), v.gateway.String()
 	rs.Ports = nil
+	rs.Hosts = hostnames(routes)
 	for _, rt := range routes {
 		if rt.Routable() && access.IsTCP(rt.Endpoint) {
 			rs.Ports = append(rs.Ports, workspacesv1.PortAssignment{Endpoint: rt.Endpoint.Name, Listener: rt.Listener.Name, Port: rt.Listener.Port})
@@ -315,13 +295,13 @@ func (r *Router) accessEntries(ctx context.Context, obj *workspacesv1.WorkspaceD
 
 // markRoutes sets RoutesReady from the entries and returns when to look
 // again: never once every endpoint is ready, soon while the Gateway has not
-// accepted a new route yet (backing off), late when only an administrator
-// or a freed port can help.
+// accepted a new route yet (backing off), late when only an administrator,
+// a freed port or a freed host name can help.
 func markRoutes(obj *workspacesv1.WorkspaceDeployment, routes []access.Route, entries []workspacesv1.AccessEntry, block *routeBlock) time.Duration {
 	var waiting []string
 	reason, wait := "", time.Duration(0)
 	rank := map[string]int{workspacesv1.RoutingInProgressReason: 1, workspacesv1.RoutingInfraNotReadyReason: 2,
-		workspacesv1.PortPoolExhaustedReason: 3, workspacesv1.RoutingErrorReason: 4}
+		workspacesv1.PortPoolExhaustedReason: 3, workspacesv1.HostNameTakenReason: 4, workspacesv1.RoutingErrorReason: 5}
 	worse := func(r string, d time.Duration) {
 		if rank[r] > rank[reason] {
 			reason = r
@@ -342,6 +322,8 @@ func markRoutes(obj *workspacesv1.WorkspaceDeployment, routes []access.Route, en
 		switch rt := routes[i]; {
 		case rt.Exhausted:
 			worse(workspacesv1.PortPoolExhaustedReason, routeInfraResync)
+		case rt.HostTaken:
+			worse(workspacesv1.HostNameTakenReason, routeInfraResync)
 		case rt.Infra:
 			worse(workspacesv1.RoutingInfraNotReadyReason, routeInfraResync)
 		case !rt.Routable():

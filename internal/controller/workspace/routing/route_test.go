@@ -18,6 +18,8 @@ func TestMarkRoutes(t *testing.T) {
 	exhausted := access.Route{Endpoint: workspacesv1.AccessEndpoint{Name: "ssh"}, Problem: "port pool exhausted", Exhausted: true}
 	noPool := access.Route{Endpoint: workspacesv1.AccessEndpoint{Name: "db"}, Problem: "no TCP listeners", Infra: true}
 	badName := access.Route{Endpoint: workspacesv1.AccessEndpoint{Name: "long"}, Problem: "not a DNS label"}
+	taken := access.Route{Endpoint: workspacesv1.AccessEndpoint{Name: "api"}, HostTaken: true,
+		Problem: access.HeldBy("nb-api.example.com", "workspace team/nb")}
 	entry := func(r access.Route, ready bool) workspacesv1.AccessEntry {
 		msg := r.Problem
 		if msg == "" && !ready {
@@ -41,6 +43,10 @@ func TestMarkRoutes(t *testing.T) {
 			reason: workspacesv1.PortPoolExhaustedReason, wait: routePollMin, message: "ssh: port pool exhausted"},
 		{name: "exhaustion alone waits long", routes: []access.Route{web, exhausted}, ready: []bool{true, false},
 			reason: workspacesv1.PortPoolExhaustedReason, wait: routeInfraResync},
+		{name: "a host name another holds waits long", routes: []access.Route{web, taken}, ready: []bool{true, false},
+			reason: workspacesv1.HostNameTakenReason, wait: routeInfraResync, message: "api: host name nb-api.example.com is held by workspace team/nb"},
+		{name: "a taken host name wins over exhaustion", routes: []access.Route{exhausted, taken}, ready: []bool{false, false},
+			reason: workspacesv1.HostNameTakenReason, wait: routeInfraResync, message: "ssh: port pool exhausted; api: host name"},
 		{name: "infrastructure", routes: []access.Route{noPool}, ready: []bool{false},
 			reason: workspacesv1.RoutingInfraNotReadyReason, wait: routeInfraResync},
 		{name: "a bad endpoint is an error", routes: []access.Route{badName, exhausted, noPool}, ready: []bool{false, false, false},

@@ -1,7 +1,8 @@
 // Package routing is the workspace controller's last step: it publishes a
 // Running workspace's access endpoints on the tenant Gateway of its
-// regional cluster (HTTPRoutes by host name, TCPRoutes on ports of the
-// Gateway's pool, and the mirror Services they point at), delivered by
+// regional cluster (HTTPRoutes by host name, each host held by one
+// workspace, TCPRoutes on ports of the Gateway's pool, and the mirror
+// Services they point at), delivered by
 // the regional cluster's route sink, reads them back into status.access
 // and RoutesReady, and removes them when the workspace goes.
 package routing
@@ -42,6 +43,8 @@ type Router struct {
 	Ports *access.Ledger
 	// Stripe is the part of every pool this replica hands new ports from.
 	Stripe access.Stripe
+	// Hosts gives each host name of a tenant Gateway to one workspace.
+	Hosts *access.HostLedger
 }
 
 // Target is the workspace a Route call publishes, as the earlier steps
@@ -60,6 +63,12 @@ type Target struct {
 	AwaitingSync bool
 	// AwaitingPort: an endpoint waits for a free port of the pool.
 	AwaitingPort bool
+	// AwaitingHost: an endpoint waits for a host name another workspace holds.
+	AwaitingHost bool
+	// Hosts are the host names the routes hold: another workspace that
+	// claims one of them (shards racing for it) must wake the workspace,
+	// the younger of the two backing off.
+	Hosts []string
 }
 
 func (w *Target) follow(cluster types.NamespacedName) { w.Follows = append(w.Follows, cluster) }
