@@ -72,6 +72,16 @@ manifests: ## Generate CRDs (config/crd/bases, charts/apiary/crds), test CRDs fo
 	cp config/crd/bases/*.yaml charts/apiary/crds/
 	mkdir -p charts/apiary/files && cp config/rbac/role.yaml charts/apiary/files/role.yaml
 	go run ./hack/apidocs > docs/api.md
+	$(MAKE) --no-print-directory conditions-docs
+	$(MAKE) --no-print-directory chart-readme
+
+.PHONY: chart-readme
+chart-readme: ## Generate the values table of charts/apiary/README.md (helm show readme) from values.yaml.
+	go run ./hack/chartreadme
+
+.PHONY: conditions-docs
+conditions-docs: ## Generate docs/conditions.md (conditions, reasons, phases and events) from the Go source.
+	go run ./hack/conditionsdocs > docs/conditions.md
 
 .PHONY: fmt
 fmt: ## Run gofmt on the code.

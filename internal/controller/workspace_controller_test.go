@@ -20,8 +20,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
-// TestWorkspaceQuickStartAsWritten runs the exalsius quick start's manifests
-// unchanged: the Colony, the Jupyter class and the workspace.
+// TestWorkspaceQuickStartAsWritten runs examples/quickstart as written: the
+// exalsius quick start's Colony and Jupyter class, and its workspace, whose
+// password comes from a Secret through valuesFrom.
 func TestWorkspaceQuickStartAsWritten(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -35,6 +36,10 @@ func TestWorkspaceQuickStartAsWritten(t *testing.T) {
 	class := &workspacesv1.WorkspaceClass{}
 	readExample(t, "examples/quickstart/workspaceclass.yaml", class)
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
+	password := &corev1.Secret{}
+	readExample(t, "examples/quickstart/notebook-password.yaml", password)
+	g.Expect(env.Client.Create(ctx, password)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), password) })
 	wsd := &workspacesv1.WorkspaceDeployment{}
 	readExample(t, "examples/quickstart/workspacedeployment.yaml", wsd)
 	g.Expect(env.Client.Create(ctx, wsd)).To(Succeed())

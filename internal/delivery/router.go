@@ -94,6 +94,25 @@ func (r *Router) Start(ctx context.Context) error { return r.set().Start(ctx) }
 // Mode is the mode of the default sink.
 func (r *Router) Mode() string { return r.Default.Mode() }
 
+// ModeOf is the mode of the sink that delivers the owners of namespace:
+// ModeGit for a namespace with a tenant, the default sink's mode otherwise.
+// It reads only the namespace, so it answers even while the tenant's sink
+// cannot be made.
+func (r *Router) ModeOf(ctx context.Context, namespace string) (string, error) {
+	if namespace == "" {
+		return r.Default.Mode(), nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(namespaceGVK)
+	if err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil {
+		return "", fmt.Errorf("reading namespace %s for its delivery target: %w", namespace, err)
+	}
+	if TenantOf(ns) != nil {
+		return ModeGit, nil
+	}
+	return r.Default.Mode(), nil
+}
+
 // Apply delivers through the owner's sink.
 func (r *Router) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstructured, prev *commonv1.ResourceInventory) (*Result, error) {
 	s, err := r.sinkFor(ctx, owner.Namespace)

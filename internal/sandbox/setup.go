@@ -57,7 +57,7 @@ func startStandIn(ctx context.Context, cfg *rest.Config, childKubeconfig []byte)
 
 // seed creates what k0rdent and an administrator would have installed (a
 // ClusterTemplate, a Credential, the Jupyter ServiceTemplate, GPU nodes on
-// the child), then applies the quick start manifests unchanged.
+// the child), then applies the quick start manifests of examples/quickstart.
 func seed(ctx context.Context, cfg, childCfg *rest.Config) error {
 	c, err := client.New(cfg, client.Options{Scheme: apiaryscheme.New()})
 	if err != nil {
@@ -96,7 +96,7 @@ func seed(ctx context.Context, cfg, childCfg *rest.Config) error {
 			return fmt.Errorf("adding node %s: %w", n.name, err)
 		}
 	}
-	for _, file := range []string{"quickstart/colony.yaml", "quickstart/workspaceclass.yaml", "quickstart/workspacedeployment.yaml"} {
+	for _, file := range []string{"quickstart/colony.yaml", "quickstart/workspaceclass.yaml", "quickstart/notebook-password.yaml", "quickstart/workspacedeployment.yaml"} {
 		data, err := fs.ReadFile(examples.Quickstart, file)
 		if err != nil {
 			return err

@@ -25,15 +25,19 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	kubeconfig := fs.String("kubeconfig", "", "The kubeconfig of the management cluster; the usual lookup when empty.")
 	opts := Options{Log: stdout}
 	fs.StringVar(&opts.Lease.Namespace, "leader-election-namespace", "apiary-system",
-		"The namespace of Apiary's leader-election Lease (the chart's release namespace).")
+		"The namespace of Apiary's leader-election Leases, the main one and the shards' apiary-shard-<index> (the chart's release namespace).")
 	fs.StringVar(&opts.Lease.Name, "leader-election-id", "apiary.infra.exalsius.ai",
-		"The name of Apiary's leader-election Lease; empty skips the check.")
-	fs.BoolVar(&opts.Force, "force", false, "Run even while the Lease is held.")
+		"The name of Apiary's leader-election Lease; empty checks only the shards' Leases.")
+	fs.BoolVar(&opts.Force, "force", false, "Run even while a Lease is held.")
 	fs.BoolVar(&opts.DryRun, "dry-run", false, "Print what would change without writing.")
+	fs.BoolVar(&opts.Orphan, "orphan", false, "Also detach what Apiary's objects own (ClusterDeployments, ServiceSets, Secrets, ...): "+
+		"remove every ownerReference to Apiary's kinds and the finalizers of Colonies and WorkspaceDeployments, "+
+		"so that deleting Apiary's CRDs deletes nothing else (docs/operations.md).")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")
 		fmt.Fprintln(stderr, "Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,")
-		fmt.Fprintln(stderr, "the applied-digest, adopted and prerequisite-unused-since annotations), after Apiary is scaled down.")
+		fmt.Fprintln(stderr, "the applied-digest, adopted, prerequisite-unused-since and shard holder annotations), after Apiary is scaled down.")
+		fmt.Fprintln(stderr, "With --orphan, also what lets Kubernetes delete the clusters with Apiary's CRDs.")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -69,7 +73,8 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if opts.DryRun {
 		verb = "would remove"
 	}
-	fmt.Fprintf(stdout, "%s %d finalizers and the annotations of %d objects\n", verb, rep.Finalizers, rep.Annotated)
+	fmt.Fprintf(stdout, "%s %d finalizers, %d owner references and the annotations of %d objects\n", verb, rep.Finalizers,
+		rep.OwnerReferences, rep.Annotated)
 	if err != nil {
 		fmt.Fprintf(stderr, "apiary uninstall: %v\n", err)
 		return 1

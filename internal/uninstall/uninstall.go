@@ -5,8 +5,11 @@
 // annotations on the ServiceSets and ClusterDeployments it delivered. The
 // finalizers Apiary shares with the exalsius operator (those of Colonies and
 // WorkspaceDeployments) are left for whichever controller runs next, which
-// releases them on delete. It refuses to run while Apiary's leader-election
-// Lease is held, since a running Apiary would add its finalizer again.
+// releases them on delete. With Orphan, for removing Apiary while keeping
+// what it created, it also removes the ownerReferences to Apiary's kinds
+// and those shared finalizers, so that deleting the CRDs deletes nothing
+// else. It refuses to run while Apiary's leader-election Lease, or a
+// shard's, is held, since a running Apiary would add them again.
 package uninstall
 
 import (
@@ -14,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -26,6 +30,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // FieldOwner is the field manager of the cleanup's writes.
@@ -36,17 +41,25 @@ var Finalizers = []string{workspacesv1.WorkspaceClassFinalizer}
 
 // Annotations are the annotations only Apiary writes on objects it
 // delivers, which nothing reads once it is gone.
-var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince}
+var Annotations = []string{delivery.AnnotationAppliedDigest, delivery.AnnotationAdopted, prerequisite.AnnotationUnusedSince,
+	shard.HolderAnnotation}
 
 // Options configure Run.
 type Options struct {
-	// Lease is Apiary's leader-election Lease: Run refuses while it is held,
-	// unless Force. Not checked when its name is empty.
+	// Lease is Apiary's leader-election Lease: Run refuses while it, or the
+	// Lease of a shard (shard.LeaseName) in its namespace, is held, unless
+	// Force. Only the shards' Leases are checked when its name is empty;
+	// none when its namespace is empty too.
 	Lease types.NamespacedName
 	// Force runs even while the Lease is held.
 	Force bool
 	// DryRun reports what would change without writing.
 	DryRun bool
+	// Orphan also detaches what Apiary's objects own, so that it outlives
+	// them and Apiary's CRDs: it removes every ownerReference to a kind of
+	// OwnerGroups, then the finalizers of Colonies and WorkspaceDeployments
+	// (OrphanFinalizers), which no controller releases once Apiary is gone.
+	Orphan bool
 	// Log receives one line per object changed; io.Discard when nil.
 	Log io.Writer
 	// Now is the clock; time.Now when nil.
@@ -59,6 +72,8 @@ type Report struct {
 	Finalizers int
 	// Annotated is the number of objects whose annotations were removed.
 	Annotated int
+	// OwnerReferences is the number of ownerReferences removed (Orphan).
+	OwnerReferences int
 }
 
 // ErrRunning is returned when Apiary's Lease is held.
@@ -83,7 +98,7 @@ func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
 		return rep, fmt.Errorf("listing WorkspaceClasses: %w", err)
 	}
 	for i := range classes.Items {
-		n, err := release(ctx, c, &classes.Items[i], opts)
+		n, err := release(ctx, c, &classes.Items[i], Finalizers, opts)
 		rep.Finalizers += n
 		if err != nil {
 			return rep, err
@@ -96,40 +111,62 @@ func Run(ctx context.Context, c client.Client, opts Options) (Report, error) {
 			return rep, err
 		}
 	}
+	if opts.Orphan {
+		if err := orphan(ctx, c, opts, &rep); err != nil {
+			return rep, err
+		}
+	}
 	return rep, nil
 }
 
-// checkLease refuses while Apiary's leader-election Lease is held and
-// renewed within its duration.
+// checkLease refuses while one of Apiary's leader-election Leases in
+// opts.Lease.Namespace is held and renewed within its duration: the main
+// Lease opts.Lease.Name, or a shard's (shard.LeaseName), which sharded
+// replicas hold instead.
 func checkLease(ctx context.Context, c client.Client, opts Options) error {
-	if opts.Lease.Name == "" || opts.Force {
+	if opts.Force || (opts.Lease.Name == "" && opts.Lease.Namespace == "") {
 		return nil
 	}
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, opts.Lease, lease); err != nil {
-		return client.IgnoreNotFound(err)
+	leases := &coordinationv1.LeaseList{}
+	if err := c.List(ctx, leases, client.InNamespace(opts.Lease.Namespace)); err != nil {
+		return fmt.Errorf("listing the Leases of %s: %w", opts.Lease.Namespace, err)
 	}
-	s := lease.Spec
+	var held []string
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		if _, isShard := shard.LeaseIndex(l.Name); !isShard && (opts.Lease.Name == "" || l.Name != opts.Lease.Name) {
+			continue
+		}
+		if s := l.Spec; leaseHeld(s, opts.Now()) {
+			held = append(held, fmt.Sprintf("Lease %s/%s is held by %s (renewed %s)", l.Namespace, l.Name,
+				*s.HolderIdentity, s.RenewTime.UTC().Format(time.RFC3339)))
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: %s; scale Apiary down first, or pass --force: %s",
+		ErrRunning, strings.Join(held, ", "), "a running Apiary adds its finalizers again")
+}
+
+// leaseHeld reports whether a Lease has a holder that renewed it within its
+// duration (15s, client-go's default, when it states none).
+func leaseHeld(s coordinationv1.LeaseSpec, now time.Time) bool {
 	if s.HolderIdentity == nil || *s.HolderIdentity == "" || s.RenewTime == nil {
-		return nil
+		return false
 	}
 	d := 15 * time.Second
 	if s.LeaseDurationSeconds != nil {
 		d = time.Duration(*s.LeaseDurationSeconds) * time.Second
 	}
-	if opts.Now().After(s.RenewTime.Add(d)) {
-		return nil
-	}
-	return fmt.Errorf("%w: Lease %s is held by %s (renewed %s); scale Apiary down first, or pass --force: %s",
-		ErrRunning, opts.Lease, *s.HolderIdentity, s.RenewTime.UTC().Format(time.RFC3339),
-		"a running Apiary adds its finalizers again")
+	return !now.After(s.RenewTime.Add(d))
 }
 
-// release removes Apiary's finalizers from an object.
-func release(ctx context.Context, c client.Client, obj client.Object, opts Options) (int, error) {
+// release removes finalizers from an object.
+func release(ctx context.Context, c client.Client, obj client.Object, finalizers []string, opts Options) (int, error) {
 	base := obj.DeepCopyObject().(client.Object)
 	n := 0
-	for _, f := range Finalizers {
+	for _, f := range finalizers {
 		if controllerutil.RemoveFinalizer(obj, f) {
 			n++
 			fmt.Fprintf(opts.Log, "%s %s: removing finalizer %s\n", kindOf(c, obj), describe(obj), f)

@@ -11,17 +11,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
-	"strings"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
-	"helm.sh/helm/v3/pkg/engine"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/charttest"
 )
 
 const (
@@ -53,57 +49,24 @@ func TestMain(m *testing.M) {
 }
 
 // chartDir is charts/apiary in the repository.
-func chartDir() string { return filepath.Join(testenv.RepoRoot(), "charts", "apiary") }
+func chartDir() string { return charttest.Dir() }
 
 // loadChart loads charts/apiary with the Helm SDK.
 func loadChart(t testing.TB) *chart.Chart {
 	t.Helper()
-	ch, err := loader.Load(chartDir())
+	ch, err := charttest.Load()
 	if err != nil {
-		t.Fatalf("loading chart %s: %v", chartDir(), err)
+		t.Fatal(err)
 	}
 	return ch
 }
 
-// render renders the chart as `helm template` would, validating the values
-// against values.schema.json, and returns the objects of its templates.
+// render renders the chart as `helm template` would (charttest.Render).
 func render(ch *chart.Chart, name, namespace string, vals map[string]any) ([]*unstructured.Unstructured, error) {
-	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
-		Name: name, Namespace: namespace, IsInstall: true, Revision: 1,
-	}, chartutil.DefaultCapabilities)
-	if err != nil {
-		return nil, err
-	}
-	files, err := engine.Render(ch, rv)
-	if err != nil {
-		return nil, fmt.Errorf("rendering chart: %w", err)
-	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var out []*unstructured.Unstructured
-	for _, n := range names {
-		if !strings.HasSuffix(n, ".yaml") {
-			continue
-		}
-		objs, err := testenv.DecodeObjects([]byte(files[n]))
-		if err != nil {
-			return nil, fmt.Errorf("decoding %s: %w", n, err)
-		}
-		out = append(out, objs...)
-	}
-	return out, nil
+	return charttest.Render(ch, name, namespace, vals)
 }
 
 // find returns the rendered objects of a kind.
 func find(objs []*unstructured.Unstructured, kind string) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, o := range objs {
-		if o.GetKind() == kind {
-			out = append(out, o)
-		}
-	}
-	return out
+	return charttest.Find(objs, kind)
 }

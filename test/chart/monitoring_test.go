@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apiaryhq/apiary/test/charttest"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -30,7 +31,7 @@ func TestMonitoringObjectsAreOffByDefault(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(BeEmpty())
 	g.Expect(find(objs, "PrometheusRule")).To(BeEmpty())
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1+len(tenantRoleRules)), "only the manager's and the tenants'")
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1+len(charttest.TenantRoleRules)), "only the manager's and the tenants'")
 }
 
 // TestKubeStateMetricsConfigAndRBAC: the ConfigMap carries the shipped
@@ -76,7 +77,7 @@ func TestKubeStateMetricsConfigAndRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(HaveLen(1))
 	g.Expect(find(objs, "ConfigMap")[0].GetNamespace()).To(Equal(releaseNamespace))
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1 + len(tenantRoleRules)))
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1 + len(charttest.TenantRoleRules)))
 }
 
 // TestPrometheusRuleIsTheRuleFile: the PrometheusRule's spec is exactly

@@ -240,7 +240,7 @@ func seedQuickstart(t *testing.T, ns, suffix string) quickstart {
 		g.Expect(standin.CreateWithStatus(ctx, env.Client, obj)).To(Succeed(), "creating %T", obj)
 	}
 	q := quickstart{}
-	for _, file := range []string{"quickstart/colony.yaml", "quickstart/workspaceclass.yaml", "quickstart/workspacedeployment.yaml"} {
+	for _, file := range []string{"quickstart/colony.yaml", "quickstart/workspaceclass.yaml", "quickstart/notebook-password.yaml", "quickstart/workspacedeployment.yaml"} {
 		data, err := fs.ReadFile(examples.Quickstart, file)
 		g.Expect(err).NotTo(HaveOccurred())
 		objs, err := testenv.DecodeObjects(data)
@@ -250,6 +250,8 @@ func seedQuickstart(t *testing.T, ns, suffix string) quickstart {
 			case "Colony":
 				o.SetNamespace(ns)
 				q.colony = client.ObjectKeyFromObject(o)
+			case "Secret":
+				o.SetNamespace(ns)
 			case "WorkspaceClass":
 				o.SetName(o.GetName() + suffix)
 				g.Expect(unstructured.SetNestedField(o.Object, ns, "spec", "serviceTemplate", "namespace")).To(Succeed())

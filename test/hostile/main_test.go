@@ -1,11 +1,14 @@
 // Package hostile_test plays a hostile tenant against the real manager: a
 // process of its own built from this repository, run against a management
-// control plane with the k0rdent stand-in and a child control plane. A
-// tenant may write WorkspaceDeployments, Secrets and ConfigMaps in its
-// namespaces and the kubeconfig Secret of a cluster it owns; each test is
-// one thing such a tenant tried (the numbered items of docs/security.md) and
-// what it must not reach. When the suite ends, the manager must never have
-// panicked or exited, and its peak resident memory is printed.
+// control plane with the k0rdent stand-in and Flux's CRDs, a child control
+// plane, a regional control plane with a tenant Gateway, and a Git server
+// (a test may run the manager in Git mode for a while). A tenant may write
+// WorkspaceDeployments, Secrets and ConfigMaps in its namespaces and the
+// kubeconfig Secret of a cluster it owns; each test is one thing such a
+// tenant tried (the numbered items of docs/security.md) and what it must
+// not reach; TestTenantRolesAllowAndRefuse shows what the chart's tenant
+// roles let it write at all. The managers must never have panicked or
+// exited, and their peak resident memory is printed.
 package hostile_test
 
 import (
@@ -19,10 +22,12 @@ import (
 
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
@@ -39,13 +44,27 @@ const annotationKubeconfig = "test.apiary.dev/tenant-kubeconfig"
 // manager reads valuesFrom objects as (--values-from-service-account).
 const valuesServiceAccount = "apiary-values"
 
+// annotationRegional on a ClusterDeployment makes the stand-in write a
+// kubeconfig of the regional control plane.
+const annotationRegional = "test.apiary.dev/regional"
+
+// tenantDomain is the domain of the regional cluster's tenant Gateway.
+const tenantDomain = "tenant.example.com"
+
+// tenantRepo is the repository of gitServer that tenants share.
+const tenantRepo = "tenants.git"
+
 var (
 	env, child *testenv.Environment
+	// regional is a regional cluster: the Gateway API's CRDs and the tenant
+	// Gateway of tenantDomain; regionalClient knows the Gateway API's types.
+	regional       *testenv.Environment
+	regionalClient client.Client
+	// gitServer serves the repository tenants deliver to with --tenant-git.
+	gitServer *testenv.GitServer
 	// kubeconfigs are the tenant-written kubeconfigs, by name.
 	kubeconfigs sync.Map
-	// manager is the Apiary process.
-	manager *managertest.Process
-	workDir string
+	workDir     string
 )
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
@@ -60,13 +79,39 @@ func run(m *testing.M) int {
 		return fail("creating a folder", err)
 	}
 	defer func() { _ = os.RemoveAll(workDir) }()
-	binary, err := managertest.BuildManager(workDir)
+	binary, err = managertest.BuildManager(workDir)
 	if err != nil {
 		return fail("building", err)
 	}
-	clusters, err := managertest.StartClusters(func(si *standin.StandIn) {
+	fluxCRDs, err := testenv.FluxCRDDirs()
+	if err != nil {
+		return fail("finding Flux's CRDs", err)
+	}
+	gatewayCRDs, err := testenv.GatewayAPICRDs()
+	if err != nil {
+		return fail("finding the Gateway API CRDs", err)
+	}
+	if regional, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(gatewayCRDs...)); err != nil {
+		return fail("starting the regional control plane", err)
+	}
+	defer func() { _ = regional.Stop() }()
+	regionalKubeconfig, err := regional.Kubeconfig()
+	if err != nil {
+		return fail("regional kubeconfig", err)
+	}
+	if regionalClient, err = testenv.GatewayClient(regional.Config); err != nil {
+		return fail("regional client", err)
+	}
+	gw := types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}
+	if err := (testenv.TenantGateway{Key: gw, Domain: tenantDomain}).Create(context.Background(), regionalClient); err != nil {
+		return fail("creating the tenant Gateway", err)
+	}
+	clusters, err := managertest.StartClustersWith([]testenv.Option{testenv.WithCRDDirs(fluxCRDs...)}, func(si *standin.StandIn) {
 		normal := si.KubeconfigFor
 		si.KubeconfigFor = func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
+			if cd.Annotations[annotationRegional] == "true" {
+				return regionalKubeconfig
+			}
 			if name := cd.Annotations[annotationKubeconfig]; name != "" {
 				if v, ok := kubeconfigs.Load(name); ok {
 					return v.([]byte)
@@ -80,6 +125,16 @@ func run(m *testing.M) int {
 	}
 	defer clusters.Stop()
 	env, child = clusters.Management, clusters.Child
+	if gitServer, err = testenv.StartGitServer(filepath.Join(workDir, "git")); err != nil {
+		return fail("starting the Git server", err)
+	}
+	defer func() { _ = gitServer.Stop() }()
+	if err := gitServer.InitRepo(tenantRepo, "main"); err != nil {
+		return fail("creating the tenants' repository", err)
+	}
+	if _, err := gitServer.Commit(tenantRepo, "main", "start", map[string][]byte{"README.md": []byte("tenants\n")}); err != nil {
+		return fail("first commit", err)
+	}
 	admin, err := env.Kubeconfig()
 	if err != nil {
 		return fail("management kubeconfig", err)
@@ -88,29 +143,27 @@ func run(m *testing.M) int {
 	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
 		return fail("writing the kubeconfig", err)
 	}
-	manager, err = managertest.StartProcess(binary, filepath.Join(workDir, "manager.log"),
-		"--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	managerArgs = []string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--crd-check-interval=1s", "--gpu-inventory-interval=1m", "--leader-elect=false",
-		"--child-server-https-only", "--values-from-service-account="+valuesServiceAccount)
-	if err != nil {
+		"--child-server-https-only", "--values-from-service-account=" + valuesServiceAccount,
+		// The regional cluster of Test6 runs no waypoint.
+		"--workspace-waypoint-enabled=false"}
+	if err := startManager("direct"); err != nil {
 		return fail("starting the manager", err)
 	}
 	code := m.Run()
-	exited := manager.Exited()
-	peak := manager.PeakRSS()
-	log := manager.Stop()
-	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB\n", float64(peak)/(1<<20))
-	if line := managertest.Panicked(log); line != "" {
-		fmt.Fprintf(os.Stderr, "the manager panicked: %s\n", line)
+	if problems := stopManager(); problems != "" {
+		fmt.Fprint(os.Stderr, problems)
 		code = 1
 	}
-	if exited != nil {
-		fmt.Fprintln(os.Stderr, exited)
-		code = 1
-	}
+	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB\n", float64(peakRSS)/(1<<20))
 	if code != 0 {
-		_ = os.WriteFile(filepath.Join(os.TempDir(), "apiary-hostile-manager.log"), []byte(log), 0o644)
-		fmt.Fprintf(os.Stderr, "the manager's log: %s\n", filepath.Join(os.TempDir(), "apiary-hostile-manager.log"))
+		for _, name := range logNames {
+			data, _ := os.ReadFile(filepath.Join(workDir, name))
+			kept := filepath.Join(os.TempDir(), "apiary-hostile-"+name)
+			_ = os.WriteFile(kept, data, 0o644)
+			fmt.Fprintf(os.Stderr, "a manager's log: %s\n", kept)
+		}
 	}
 	return code
 }

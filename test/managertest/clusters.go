@@ -34,6 +34,12 @@ type Clusters struct {
 // controller-runtime's logger at LogOutput. Stop ends them. configure, if
 // given, sets the stand-in's knobs before it starts.
 func StartClusters(configure ...func(*standin.StandIn)) (*Clusters, error) {
+	return StartClustersWith(nil, configure...)
+}
+
+// StartClustersWith is StartClusters with further options of the
+// management control plane, such as the CRDs of Flux.
+func StartClustersWith(management []testenv.Option, configure ...func(*standin.StandIn)) (*Clusters, error) {
 	c := &Clusters{}
 	ok := false
 	defer func() {
@@ -42,7 +48,7 @@ func StartClusters(configure ...func(*standin.StandIn)) (*Clusters, error) {
 		}
 	}()
 	var err error
-	if c.Management, err = testenv.Start(); err != nil {
+	if c.Management, err = testenv.Start(management...); err != nil {
 		return nil, fmt.Errorf("starting management control plane: %w", err)
 	}
 	c.stops = append(c.stops, func() { _ = c.Management.Stop() })

@@ -116,6 +116,19 @@ func (p *Process) Stop() string {
 	return string(data)
 }
 
+// Kill ends the process with SIGKILL, as a lost node would: it releases
+// nothing, its Lease included. It returns the log.
+func (p *Process) Kill() string {
+	p.mu.Lock()
+	p.stopping = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	_ = p.log.Close()
+	data, _ := os.ReadFile(p.logPath)
+	return string(data)
+}
+
 // Panicked reports the first line of a Go panic or fatal error in a log,
 // "" when there is none.
 func Panicked(log string) string {

@@ -18,6 +18,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/test/managertest"
 )
@@ -105,12 +106,48 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 	}, timeout, poll).Should(BeTrue())
 }
 
+// TestUninstallChecksTheShardsLeases: sharded replicas hold the Leases
+// apiary-shard-<index>, not the main one; `apiary uninstall` refuses while
+// any of them is held, and ignores Leases of other names.
+func TestUninstallChecksTheShardsLeases(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "shardlease")
+	opts := uninstall.Options{Lease: types.NamespacedName{Namespace: ns, Name: "apiary.infra.exalsius.ai"}}
+	expire(t, heldLeaseNamed(t, ns, opts.Lease.Name))
+	heldLeaseNamed(t, ns, "other-controller")
+	heldLeaseNamed(t, ns, shard.LeasePrefix+"x")
+	_, err := uninstall.Run(ctx, env.Client, opts)
+	g.Expect(err).NotTo(HaveOccurred(), "the main Lease lapsed; other names are not Apiary's")
+
+	held := heldLeaseNamed(t, ns, shard.LeaseName(1))
+	_, err = uninstall.Run(ctx, env.Client, opts)
+	g.Expect(err).To(MatchError(uninstall.ErrRunning))
+	g.Expect(err.Error()).To(ContainSubstring(held.String()))
+	var out, errOut bytes.Buffer
+	code := uninstall.Main([]string{"--kubeconfig", kubeconfigFile(t), "--leader-election-namespace", ns, "--dry-run"}, &out, &errOut)
+	g.Expect(code).To(Equal(1))
+	g.Expect(errOut.String()).To(ContainSubstring(shard.LeaseName(1)))
+	_, err = uninstall.Run(ctx, env.Client, uninstall.Options{Lease: types.NamespacedName{Namespace: ns}})
+	g.Expect(err).To(MatchError(uninstall.ErrRunning), "without a main Lease name the shards' are still checked")
+
+	expire(t, held)
+	_, err = uninstall.Run(ctx, env.Client, opts)
+	g.Expect(err).NotTo(HaveOccurred())
+}
+
 // heldLease creates Apiary's leader-election Lease in ns, just renewed.
 func heldLease(t *testing.T, ns string) types.NamespacedName {
 	t.Helper()
+	return heldLeaseNamed(t, ns, "apiary.infra.exalsius.ai")
+}
+
+// heldLeaseNamed creates the Lease name in ns, just renewed.
+func heldLeaseNamed(t *testing.T, ns, name string) types.NamespacedName {
+	t.Helper()
 	holder, d := "apiary-7d9f_0a1b", int32(15)
 	now := metav1.NewMicroTime(time.Now())
-	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "apiary.infra.exalsius.ai", Namespace: ns},
+	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &d, RenewTime: &now, AcquireTime: &now}}
 	if err := env.Client.Create(context.Background(), l); err != nil {
 		t.Fatal(err)

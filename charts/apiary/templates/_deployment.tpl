@@ -241,4 +241,52 @@ spec:
       affinity:
         {{- toYaml . | nindent 8 }}
       {{- end }}
+      {{- if .Values.topologySpreadConstraints }}
+      topologySpreadConstraints:
+        {{- toYaml .Values.topologySpreadConstraints | nindent 8 }}
+      {{- else if and .Values.topologySpread.enabled (gt (int .Values.replicaCount) 1) }}
+      # The replicas of this Deployment spread over nodes and zones, so that
+      # one failure leaves a standby.
+      topologySpreadConstraints:
+        {{- range .Values.topologySpread.topologyKeys }}
+        - maxSkew: 1
+          topologyKey: {{ . }}
+          whenUnsatisfiable: {{ $.Values.topologySpread.whenUnsatisfiable }}
+          labelSelector:
+            matchLabels:
+              {{- include "apiary.podSelectorLabels" $ | nindent 14 }}
+        {{- end }}
+      {{- end }}
+{{- end }}
+
+{{/*
+The labels that select one manager Deployment's pods: a shard's only when
+sharded. The context is apiary.deployment's.
+*/}}
+{{- define "apiary.podSelectorLabels" -}}
+{{ include "apiary.selectorLabels" . }}
+{{- if .Sharded }}
+apiary.exalsius.ai/shard: {{ .Shard | quote }}
+{{- end }}
+{{- end }}
+
+{{/*
+The PodDisruptionBudget of one manager Deployment, when it has more than one
+replica. The context is apiary.deployment's.
+*/}}
+{{- define "apiary.pdb" -}}
+{{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicaCount) 1) }}
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata:
+  name: {{ include "apiary.fullname" . }}{{ if .Sharded }}-shard-{{ .Shard }}{{ end }}
+  namespace: {{ .Release.Namespace }}
+  labels:
+    {{- include "apiary.labels" . | nindent 4 }}
+spec:
+  maxUnavailable: {{ .Values.podDisruptionBudget.maxUnavailable }}
+  selector:
+    matchLabels:
+      {{- include "apiary.podSelectorLabels" . | nindent 6 }}
+{{- end }}
 {{- end }}

@@ -14,6 +14,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/k0rdentstatus"
 )
@@ -28,7 +29,14 @@ func (r *Reconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc *rende
 		obj.Status.Delivery = &commonv1.DeliveryStatus{}
 	}
 	d := obj.Status.Delivery
-	d.Mode = r.Sink.Mode()
+	g, err := reconciler.GitOf(ctx, r.Sink, obj.Namespace)
+	if err != nil {
+		return err
+	}
+	d.Mode = delivery.ModeDirect
+	if g != nil {
+		d.Mode = delivery.ModeGit
+	}
 	prev := d.Inventory
 	pruneFrom := prev
 	if len(rc.failed) > 0 {
@@ -42,7 +50,7 @@ func (r *Reconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc *rende
 		}
 	}
 	var rev string
-	if reconciler.AsGit(r.Sink) != nil {
+	if g != nil {
 		rev = reconciler.RecordCommit(obj, d, res, err)
 	}
 	if err != nil {
@@ -55,7 +63,7 @@ func (r *Reconciler) deliver(ctx context.Context, obj *infrav1.Colony, rc *rende
 		return fmt.Errorf("delivering the Colony's objects: %w", err)
 	}
 	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(rc.objects()), d.Mode)
-	if g := reconciler.AsGit(r.Sink); g != nil {
+	if g != nil {
 		return reconciler.ObserveSync(ctx, g, r.SyncReader, colonyOwner(obj), obj, d, rev)
 	}
 	return nil

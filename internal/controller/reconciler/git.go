@@ -26,10 +26,34 @@ type GitReadback interface {
 	Synced(ctx context.Context, reader client.Reader, owner delivery.Owner, revision string) (delivery.SyncState, error)
 }
 
-// AsGit returns the sink's Git read-back, nil in direct mode.
+// AsGit returns the sink's Git read-back, nil in direct mode. Whether an
+// owner is delivered through Git is GitOf's question: a Router has a Git
+// read-back while it delivers some namespaces directly.
 func AsGit(s delivery.Sink) GitReadback {
 	g, _ := s.(GitReadback)
 	return g
+}
+
+// ModeOf is the mode of the sink that delivers the owners of namespace. A
+// Router (--tenant-git) sends the owners of annotated namespaces to Git and
+// the others to its default sink, which may be direct.
+func ModeOf(ctx context.Context, s delivery.Sink, namespace string) (string, error) {
+	if r, ok := s.(interface {
+		ModeOf(ctx context.Context, namespace string) (string, error)
+	}); ok {
+		return r.ModeOf(ctx, namespace)
+	}
+	return s.Mode(), nil
+}
+
+// GitOf returns the Git read-back for the owners of namespace, nil when
+// they are delivered directly.
+func GitOf(ctx context.Context, s delivery.Sink, namespace string) (GitReadback, error) {
+	mode, err := ModeOf(ctx, s, namespace)
+	if err != nil || mode != delivery.ModeGit {
+		return nil, err
+	}
+	return AsGit(s), nil
 }
 
 // KustomizationObject is the Flux Kustomization kind, for watches.

@@ -96,7 +96,11 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 	if obj.Status.Delivery != nil {
 		inv = obj.Status.Delivery.Inventory
 	}
-	if reconciler.AsGit(r.Sink) == nil {
+	g, err := reconciler.GitOf(ctx, r.Sink, obj.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if g == nil {
 		inv = deletionInventory(obj)
 	}
 	done, err = r.Sink.Delete(ctx, workspaceOwner(obj), inv)

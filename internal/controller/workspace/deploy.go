@@ -62,8 +62,15 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 			return res, err
 		}
 	}
-	d.Mode = r.Sink.Mode()
-	if reconciler.AsGit(r.Sink) == nil {
+	g, err := reconciler.GitOf(ctx, r.Sink, obj.Namespace)
+	if err != nil {
+		return stopWith(0), err
+	}
+	d.Mode = delivery.ModeDirect
+	if g != nil {
+		d.Mode = delivery.ModeGit
+	}
+	if g == nil {
 		if err := r.desired.KeepAdoptedValues(ctx, set.Objects); err != nil {
 			return stopWith(0), err
 		}
@@ -71,7 +78,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), set.Objects, d.Inventory)
 	reconciler.RecordApply(d, result)
 	var rev string
-	if reconciler.AsGit(r.Sink) != nil {
+	if g != nil {
 		rev = reconciler.RecordCommit(obj, d, result, err)
 	}
 	if err != nil {
@@ -93,15 +100,14 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
 			"waiting for release %s (%s) to be deployed", releaseName(obj), shortDigest(set.Digest))
 	}
-	return r.awaitSync(ctx, w, d, rev)
+	return r.awaitSync(ctx, w, g, d, rev)
 }
 
 // awaitSync holds a Git-delivered workspace in Deploying until Flux applied
 // the commit holding its objects; the sink's notices and the Kustomization
 // watch bring it back, so nothing polls.
-func (r *Reconciler) awaitSync(ctx context.Context, w *workspaceRun, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
+func (r *Reconciler) awaitSync(ctx context.Context, w *workspaceRun, g reconciler.GitReadback, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
 	obj := w.obj
-	g := reconciler.AsGit(r.Sink)
 	if g == nil {
 		return proceed, nil
 	}

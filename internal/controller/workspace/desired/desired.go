@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/render"
@@ -172,7 +173,7 @@ func renderFailed(obj *workspacesv1.WorkspaceDeployment, err error) (*Problem, e
 	case errors.Is(err, render.ErrTimeout):
 		return nil, fmt.Errorf("rendering the workspace: %w", err)
 	case errors.As(err, &rerr):
-		return configFailed(obj, "RenderFailed", err.Error()), nil
+		return configFailed(obj, commonv1.RenderFailedReason, err.Error()), nil
 	}
 	return nil, err
 }
