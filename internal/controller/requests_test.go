@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -177,8 +178,29 @@ type recordingTransport struct {
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.URL.Query().Get("watch") != "true" {
 		requests.record(t.side, req)
+		return t.next.RoundTrip(req)
 	}
-	return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && t.side == "management" && strings.HasSuffix(req.URL.Path, "/servicesets") {
+		resp.Body = &laggingBody{ReadCloser: resp.Body}
+	}
+	return resp, err
+}
+
+// serviceSetWatchLag delays what Apiary's ServiceSet watches receive, so
+// that a test can make Apiary's cache lag behind the API server as a busy
+// one does.
+var serviceSetWatchLag atomic.Int64
+
+// laggingBody hands on a watch's bytes serviceSetWatchLag after they came.
+type laggingBody struct{ io.ReadCloser }
+
+func (b *laggingBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if lag := time.Duration(serviceSetWatchLag.Load()); lag > 0 && n > 0 {
+		time.Sleep(lag)
+	}
+	return n, err
 }
 
 // childRESTConfig is the manager's child kubeconfig parser with every

@@ -78,6 +78,8 @@ type item struct {
 	gvk    schema.GroupVersionKind
 	obj    *unstructured.Unstructured // with owner labels and digest annotation
 	digest string
+	// deferred: the live object was left as another writer made it.
+	deferred bool
 }
 
 // Apply makes the cluster hold exactly objs for owner. An object is applied
@@ -131,6 +133,7 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 	var entries []commonv1.ResourceRef
 	var changed []string
 	applied := map[string]bool{}
+	digests := map[string]string{}
 	for _, it := range items {
 		if ctx.Err() != nil {
 			break
@@ -142,6 +145,9 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 			continue
 		}
 		applied[id] = true
+		if !it.deferred {
+			digests[id] = it.digest
+		}
 		entries = append(entries, commonv1.ResourceRef{ID: id, Version: it.gvk.Version})
 		if wrote {
 			changed = append(changed, id)
@@ -177,7 +183,7 @@ func (d *Direct) Apply(ctx context.Context, owner Owner, objs []*unstructured.Un
 	}
 	canon.SortEntries(entries)
 	sort.Strings(changed)
-	return &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}, errors.Join(errs...)
+	return &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed, Digests: digests}, errors.Join(errs...)
 }
 
 // staleEntries returns prev's entries not in the set, in prune order: other
@@ -288,6 +294,7 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 			return false, fmt.Errorf("%s: %w", name, err)
 		}
 		if deferred {
+			it.deferred = true
 			log.FromContext(ctx).V(1).Info("left an object another controller wrote unwritten until it changes",
 				"object", name, "owner", owner.String())
 			return false, nil

@@ -212,6 +212,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	var entries []commonv1.ResourceRef
 	var changed []string
 	queued := map[string]bool{}
+	digests := map[string]string{}
 	for _, f := range files {
 		cur := g.current(f.path)
 		if other := fileOwnerOther(owner, cur); other != "" {
@@ -231,6 +232,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			continue
 		}
 		queued[f.path] = true
+		digests[f.id.String()] = f.obj.GetAnnotations()[AnnotationAppliedDigest]
 		entries = append(entries, commonv1.ResourceRef{ID: f.id.String(), Version: f.version})
 		if !bytes.Equal(cur, f.data) {
 			g.queue(f.path, f.data, key)
@@ -267,7 +269,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 	}
 	canon.SortEntries(entries)
 	sort.Strings(changed)
-	res := &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed}
+	res := &Result{Inventory: &commonv1.ResourceInventory{Entries: entries}, Changed: changed, Digests: digests}
 	if g.perOwner[key] > 0 {
 		res.Pending = true
 		g.wake()

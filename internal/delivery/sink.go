@@ -142,6 +142,10 @@ type Result struct {
 	// Changed lists, sorted, the IDs of the objects that were written or
 	// pruned. Empty when the sink already held exactly the given set.
 	Changed []string
+	// Digests holds, by ID, the applied-digest annotation (see
+	// AnnotationAppliedDigest) of each object of the set the sink holds,
+	// so that a caller reads back only a live object that carries it.
+	Digests map[string]string
 	// Revision is the Git commit that holds the objects; empty for the
 	// direct sink, and while changes are pending.
 	Revision string

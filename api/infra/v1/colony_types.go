@@ -214,7 +214,10 @@ type Colony struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ColonySpec   `json:"spec,omitempty"`
+	Spec ColonySpec `json:"spec,omitempty"`
+	// Status is written by Apiary. Until then it holds observedGeneration -1
+	// (as Flux's kinds do), so kstatus reads a new object as in progress.
+	// +kubebuilder:default={"observedGeneration":-1,"totalClusters":0,"readyClusters":0}
 	Status ColonyStatus `json:"status,omitempty"`
 }
 

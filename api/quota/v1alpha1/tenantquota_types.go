@@ -213,7 +213,10 @@ type TenantQuota struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   TenantQuotaSpec   `json:"spec"`
+	Spec TenantQuotaSpec `json:"spec"`
+	// Status is written by Apiary. Until then it holds observedGeneration -1
+	// (as Flux's kinds do), so kstatus reads a new object as in progress.
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status TenantQuotaStatus `json:"status,omitempty"`
 }
 

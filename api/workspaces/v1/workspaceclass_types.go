@@ -249,7 +249,10 @@ type WorkspaceClass struct {
 
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="WorkspaceClass spec is immutable: create a new version-named class instead"
-	Spec   WorkspaceClassSpec   `json:"spec"`
+	Spec WorkspaceClassSpec `json:"spec"`
+	// Status is written by Apiary. Until then it holds observedGeneration -1
+	// (as Flux's kinds do), so kstatus reads a new object as in progress.
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status WorkspaceClassStatus `json:"status,omitempty"`
 }
 

@@ -402,6 +402,7 @@ type WorkspaceDeploymentStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterDeploymentRef.name`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the workspace is not ready: what it waits for, or why it failed"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.access[0].url`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
@@ -415,7 +416,10 @@ type WorkspaceDeployment struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   WorkspaceDeploymentSpec   `json:"spec"`
+	Spec WorkspaceDeploymentSpec `json:"spec"`
+	// Status is written by Apiary. Until then it holds observedGeneration -1
+	// (as Flux's kinds do), so kstatus reads a new object as in progress.
+	// +kubebuilder:default={"observedGeneration":-1}
 	Status WorkspaceDeploymentStatus `json:"status,omitempty"`
 }
 

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
@@ -128,8 +129,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer ticket.Done()
 	readVersion := obj.ResourceVersion
 	sp := reconciler.NewPatcher(r.Client, obj)
-	oldPhase := obj.Status.Phase
-	neverDone := obj.Status.ObservedGeneration == 0 // never Ready, never Stalled
+	oldPhase, oldReason := obj.Status.Phase, conditions.GetReason(obj, commonv1.ReadyCondition)
+	neverDone := obj.Status.ObservedGeneration <= 0 // never Ready, never Stalled (-1: the CRD default)
 	// The shard acts: a wait it reported is over.
 	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
@@ -145,7 +146,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if patchErr == nil && neverDone && oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
 			metrics.ObserveTimeToRunning(req.NamespacedName, obj.UID, obj.CreationTimestamp.Time)
 		}
-		r.notify(obj, oldPhase)
+		r.notify(obj, oldPhase, oldReason)
 		if retErr != nil {
 			result = ctrl.Result{}
 		}
@@ -220,6 +221,10 @@ type workspaceRun struct {
 	resolved workspacesv1.WorkspaceResourceSpec
 	selector map[string]string
 	demand   int64
+	// serviceSetDigest is the applied-digest of the ServiceSet the sink
+	// holds for the workspace: a cached ServiceSet without it predates the
+	// apply and says nothing of the release.
+	serviceSetDigest string
 	// persist writes the status now, ahead of the reconciliation's end.
 	persist func(context.Context) error
 	// retry asks for another reconciliation after it, for work a step
@@ -243,8 +248,14 @@ func stopWith(requeueAfter time.Duration) stepResult {
 }
 
 // notify records an event when the workspace's phase changed.
-func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase workspacesv1.WorkspacePhase) {
-	if r.EventRecorder == nil || obj.Status.Phase == oldPhase || quietPhase(obj.Status.Phase) {
+// A Pending or Waiting workspace also gets one when what it waits for (the
+// Ready reason, status.HoldReason) changes.
+func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase workspacesv1.WorkspacePhase, oldReason string) {
+	if r.EventRecorder == nil {
+		return
+	}
+	if obj.Status.Phase == oldPhase || quietPhase(obj.Status.Phase) {
+		r.notifyHold(obj, oldReason)
 		return
 	}
 	eventType := corev1.EventTypeNormal
@@ -259,6 +270,20 @@ func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase work
 		reason = status.WaitingReason(obj)
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s", reconciler.Truncate(obj.Status.Message, 1000))
+}
+
+// notifyHold records an event when a Pending or Waiting workspace waits
+// for something else than before, named by a specific reason.
+func (r *Reconciler) notifyHold(obj *workspacesv1.WorkspaceDeployment, oldReason string) {
+	phase := obj.Status.Phase
+	if phase != workspacesv1.PhasePending && phase != workspacesv1.PhaseWaiting || !obj.DeletionTimestamp.IsZero() {
+		return
+	}
+	reason := conditions.GetReason(obj, commonv1.ReadyCondition)
+	if reason == oldReason || reason == string(phase) || reason == "" {
+		return
+	}
+	r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Reconcile", "%s", reconciler.Truncate(obj.Status.Message, 1000))
 }
 
 // quietPhase reports the phases a workspace passes through on its way to

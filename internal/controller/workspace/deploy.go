@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
@@ -13,6 +14,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
 	"github.com/apiaryhq/apiary/internal/delivery"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -92,6 +94,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		return stopWith(0), fmt.Errorf("delivering the workspace's objects: %w", err)
 	}
 	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(set.Objects), d.Mode)
+	w.serviceSetDigest = serviceSetDigest(obj, set.Objects, result)
 	if changed {
 		d.Digest = set.Digest
 		conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
@@ -152,6 +155,21 @@ func (r *Reconciler) ensureChildNamespace(ctx context.Context, w *workspaceRun, 
 	}
 	pending(obj, "%s", out.Message)
 	return stopWith(out.Retry), nil
+}
+
+// serviceSetDigest is the applied-digest the sink reports for the
+// workspace's ServiceSet; "" when the set holds none.
+func serviceSetDigest(obj *workspacesv1.WorkspaceDeployment, objs []*unstructured.Unstructured, result *delivery.Result) string {
+	if result == nil {
+		return ""
+	}
+	name := serviceSetName(obj)
+	for _, o := range objs {
+		if o.GetKind() == "ServiceSet" && o.GetName() == name {
+			return result.Digests[canon.IDOf(o).String()]
+		}
+	}
+	return ""
 }
 
 func shortDigest(d string) string {

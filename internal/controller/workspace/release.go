@@ -11,6 +11,7 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/k0rdentstatus"
 )
 
@@ -29,6 +30,17 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 		return stopWith(5 * time.Second), nil
 	}
 	name := releaseName(obj)
+	if got := ss.Annotations[canon.AnnotationAppliedDigest]; w.serviceSetDigest != "" && got != w.serviceSetDigest {
+		// The cache still holds the ServiceSet from before the apply: its
+		// release state is of the previous values. Its update event brings
+		// the workspace back.
+		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, deployingMessage(name, w.cdKey.Name)
+		if !conditions.IsFalse(obj, workspacesv1.HelmReleaseReadyCondition) {
+			conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.HelmReleaseNotReadyReason,
+				"waiting for release %s to be deployed", name)
+		}
+		return stopWith(5 * time.Second), nil
+	}
 	var since *time.Time
 	if t := conditions.GetLastTransitionTime(obj, workspacesv1.HelmReleaseReadyCondition); t != nil && conditions.IsFalse(obj, workspacesv1.HelmReleaseReadyCondition) {
 		since = &t.Time

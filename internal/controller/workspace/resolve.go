@@ -32,7 +32,7 @@ func (r *Reconciler) resolveClass(ctx context.Context, w *workspaceRun) (stepRes
 		return stopWith(0), nil
 	}
 	switch {
-	case !class.Status.Valid && class.Status.ObservedGeneration == 0:
+	case !class.Status.Valid && class.Status.ObservedGeneration <= 0: // -1: the CRD default, never validated
 		conditions.MarkUnknown(obj, workspacesv1.ClassResolvedCondition, commonv1.ProgressingReason, "WorkspaceClass %q is not validated yet", class.Name)
 		pending(obj, "waiting for WorkspaceClass %q to be validated", class.Name)
 		return stopWith(0), nil

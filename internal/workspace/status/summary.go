@@ -30,7 +30,8 @@ func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
 		conditions.Delete(obj, commonv1.StalledCondition)
 	default:
-		conditions.MarkFalse(obj, commonv1.ReadyCondition, string(phase), "%s", obj.Status.Message)
+		// Ready names what the workspace waits for; Reconciling its phase.
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, HoldReason(obj), "%s", obj.Status.Message)
 		conditions.MarkReconciling(obj, string(phase), "%s", obj.Status.Message)
 		conditions.Delete(obj, commonv1.StalledCondition)
 	}

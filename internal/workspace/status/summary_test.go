@@ -32,8 +32,29 @@ func TestSummarize(t *testing.T) {
 			want: want{ready: "True", readyReason: workspacesv1.DeploymentReadyReason}},
 		{name: "pending", phase: workspacesv1.PhasePending,
 			want: want{ready: "False", reconciling: "True", readyReason: string(workspacesv1.PhasePending), keepsFailureContext: true}},
-		{name: "waiting", phase: workspacesv1.PhaseWaiting,
-			want: want{ready: "False", reconciling: "True", readyReason: string(workspacesv1.PhaseWaiting), keepsFailureContext: true}},
+		{name: "pending names the valuesFrom object it waits for", phase: workspacesv1.PhasePending,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				conditions.MarkFalse(w, workspacesv1.ConfigResolvedCondition, workspacesv1.ValuesFromNotFoundReason, "message")
+			},
+			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.ValuesFromNotFoundReason, keepsFailureContext: true}},
+		{name: "pending ignores a condition that says something else", phase: workspacesv1.PhasePending,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				conditions.MarkFalse(w, workspacesv1.ConfigResolvedCondition, workspacesv1.ValuesFromNotFoundReason, "an older wait")
+			},
+			want: want{ready: "False", reconciling: "True", readyReason: string(workspacesv1.PhasePending), keepsFailureContext: true}},
+		{name: "waiting for GPUs", phase: workspacesv1.PhaseWaiting,
+			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.WaitingForGPUCapacityReason, keepsFailureContext: true}},
+		{name: "waiting on fragmented GPUs", phase: workspacesv1.PhaseWaiting,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				conditions.MarkFalse(w, workspacesv1.GPUCapacityCondition, workspacesv1.GPUCapacityFragmentedReason, "x")
+			},
+			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.GPUCapacityFragmentedReason, keepsFailureContext: true}},
+		{name: "waiting on quota", phase: workspacesv1.PhaseWaiting,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				conditions.MarkFalse(w, workspacesv1.GPUCapacityCondition, workspacesv1.GPUCapacityFragmentedReason, "x")
+				conditions.MarkFalse(w, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaExceededReason, "x")
+			},
+			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.QuotaExceededReason, keepsFailureContext: true}},
 		{name: "deploying clears a failure", phase: workspacesv1.PhaseDeploying,
 			want: want{ready: "False", reconciling: "True", readyReason: string(workspacesv1.PhaseDeploying)}},
 		{name: "failed reads its stalled reason", phase: workspacesv1.PhaseFailed,

@@ -1,0 +1,214 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// kstatusOf is what Flux's health checks and kubectl wait read from obj.
+func kstatusOf(obj client.Object) (*status.Result, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	return status.Compute(&unstructured.Unstructured{Object: m})
+}
+
+// wantKstatus is the kstatus a workspace version must read as: Terminating
+// once deleted; InProgress while its status is behind its spec; Current
+// when Running, Failed when Failed and InProgress in every other phase.
+func wantKstatus(w *workspacesv1.WorkspaceDeployment) status.Status {
+	switch {
+	case !w.DeletionTimestamp.IsZero():
+		return status.TerminatingStatus
+	case w.Status.ObservedGeneration != w.Generation:
+		return status.InProgressStatus
+	case w.Status.Phase == workspacesv1.PhaseRunning:
+		return status.CurrentStatus
+	case w.Status.Phase == workspacesv1.PhaseFailed:
+		return status.FailedStatus
+	}
+	return status.InProgressStatus
+}
+
+// wantFlux is what the doc's healthCheckExprs must make of a workspace
+// version: wantKstatus, but in progress while it is deleted (Flux's CEL
+// reader has no Terminating).
+func wantFlux(w *workspacesv1.WorkspaceDeployment) status.Status {
+	if s := wantKstatus(w); s != status.TerminatingStatus {
+		return s
+	}
+	return status.InProgressStatus
+}
+
+// kstatusRecorder computes kstatus for every version of the workspaces of a
+// namespace that the API server serves, as a watching Flux would see them,
+// and Flux's verdict with the healthCheckExprs of docs/flux-health-checks.md.
+type kstatusRecorder struct {
+	mu     sync.Mutex
+	seen   map[string]bool // "<phase> <kstatus>"
+	errors []string
+}
+
+func watchKstatus(t *testing.T, ns string) *kstatusRecorder {
+	t.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	watcher, err := wc.Watch(ctx, &workspacesv1.WorkspaceDeploymentList{}, client.InNamespace(ns))
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	rec := &kstatusRecorder{seen: map[string]bool{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range watcher.ResultChan() {
+			w, ok := ev.Object.(*workspacesv1.WorkspaceDeployment)
+			if !ok || ev.Type == watch.Error {
+				continue
+			}
+			res, err := kstatusOf(w)
+			flux, fluxErr := fluxHealthOf("WorkspaceDeployment", w)
+			rec.mu.Lock()
+			switch {
+			case err != nil || fluxErr != nil:
+				rec.errors = append(rec.errors, fmt.Sprintf("%s: %v %v", w.Name, err, fluxErr))
+			case flux != wantFlux(w):
+				rec.errors = append(rec.errors, fmt.Sprintf("%s generation %d observed %d phase %q: Flux healthCheckExprs say %s, want %s",
+					w.Name, w.Generation, w.Status.ObservedGeneration, w.Status.Phase, flux, wantFlux(w)))
+			case res.Status != wantKstatus(w):
+				rec.errors = append(rec.errors, fmt.Sprintf("%s generation %d observed %d phase %q: kstatus %s (%s), want %s",
+					w.Name, w.Generation, w.Status.ObservedGeneration, w.Status.Phase, res.Status, res.Message, wantKstatus(w)))
+			default:
+				rec.seen[fmt.Sprintf("%s %s", w.Status.Phase, res.Status)] = true
+				if !w.DeletionTimestamp.IsZero() {
+					rec.seen["deleted "+string(res.Status)] = true
+				}
+				if w.Status.ObservedGeneration != w.Generation && w.Status.ObservedGeneration > 0 {
+					rec.seen["behind "+string(res.Status)] = true
+				}
+			}
+			rec.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); watcher.Stop(); <-done })
+	return rec
+}
+
+func (r *kstatusRecorder) check(g Gomega, want ...string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	g.Expect(r.errors).To(BeEmpty())
+	for _, w := range want {
+		g.Expect(r.seen).To(HaveKey(w))
+	}
+}
+
+// TestWorkspaceKstatusPhaseByPhase drives workspaces through every phase
+// and checks that each version the controller writes reads, with kstatus
+// itself, as Flux and kubectl wait must read it (wantKstatus). A Pending or
+// Waiting workspace names its specific reason as its Ready reason, with an
+// event; a Failed one carries Stalled=True.
+func TestWorkspaceKstatusPhaseByPhase(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "kstatus")
+	rec := watchKstatus(t, ns)
+	readyCluster(t, ns, "c1")
+	serviceTemplate(t, ns, "slow", map[string]string{standin.AnnotationDelay: "2s"})
+	serviceTemplate(t, ns, "prereq", map[string]string{standin.AnnotationChart: "prerequisite", standin.AnnotationDelay: "2s"})
+	workspaceClass(t, "a-"+ns, ns, "slow", nil)
+	workspaceClass(t, "b-"+ns, ns, "slow", func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Prerequisites = []workspacesv1.PrerequisiteSpec{{ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "prereq", Namespace: ns}}}
+	})
+
+	// Pending on a missing valuesFrom Secret, then Deploying and Running.
+	wv := workspace(ns, ns+"-values", "a-"+ns, "c1")
+	wv.Spec.ValuesFrom = []workspacesv1.ValuesReference{{Kind: "Secret", Name: "later"}}
+	g.Expect(env.Client.Create(ctx, wv)).To(Succeed())
+	got := eventuallyPhase(t, client.ObjectKeyFromObject(wv), workspacesv1.PhasePending)
+	g.Eventually(func(g Gomega) {
+		got = getWorkspace(g, client.ObjectKeyFromObject(wv))
+		g.Expect(condition(got, commonv1.ReadyCondition)).To(HaveField("Reason", workspacesv1.ValuesFromNotFoundReason))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, wv.Name) }, timeout, 200*time.Millisecond).
+		Should(ContainElement(workspacesv1.ValuesFromNotFoundReason))
+	secret := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+		"metadata": map[string]any{"name": "later", "namespace": ns}, "stringData": map[string]any{"values.yaml": "greeting: hello\n"}}}
+	g.Expect(env.Client.Create(ctx, secret)).To(Succeed())
+	eventuallyRunning(t, client.ObjectKeyFromObject(wv))
+	g.Expect(eventReasons(g, ns, wv.Name)).To(HaveEach(Not(Equal(string(workspacesv1.PhasePending)))), "no event names the bare phase")
+
+	// After a spec change, and after a class change that installs a
+	// prerequisite first.
+	w := getWorkspace(g, client.ObjectKeyFromObject(wv))
+	updateSpec(g, w, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Values = rawJSON(`{"greeting":"bonjour"}`) })
+	g.Eventually(func(g Gomega) {
+		w := getWorkspace(g, client.ObjectKeyFromObject(wv))
+		g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	w = getWorkspace(g, client.ObjectKeyFromObject(wv))
+	updateSpec(g, w, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.WorkspaceClassRef = "b-" + ns })
+	g.Eventually(func(g Gomega) {
+		w := getWorkspace(g, client.ObjectKeyFromObject(wv))
+		g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+
+	// Waiting for GPUs, and Failed when no node can hold one replica.
+	model := "K-" + ns
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-gpu", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
+	holder := gpuWorkspace(ns, ns+"-holder", "a-"+ns, "c1", model, 1)
+	g.Expect(env.Client.Create(ctx, holder)).To(Succeed())
+	eventuallyRunning(t, client.ObjectKeyFromObject(holder))
+	waiter := gpuWorkspace(ns, ns+"-waiter", "a-"+ns, "c1", model, 1)
+	g.Expect(env.Client.Create(ctx, waiter)).To(Succeed())
+	got = eventuallyPhase(t, client.ObjectKeyFromObject(waiter), workspacesv1.PhaseWaiting)
+	g.Expect(condition(got, commonv1.ReadyCondition)).To(HaveField("Reason", workspacesv1.WaitingForGPUCapacityReason))
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, ns, waiter.Name) }, timeout, 200*time.Millisecond).
+		Should(ContainElement(workspacesv1.WaitingForGPUCapacityReason))
+	big := gpuWorkspace(ns, ns+"-big", "a-"+ns, "c1", model, 2)
+	big.Spec.Resources.PerReplica.GPUCount = ptr.To(int32(2))
+	g.Expect(env.Client.Create(ctx, big)).To(Succeed())
+	got = eventuallyPhase(t, client.ObjectKeyFromObject(big), workspacesv1.PhaseFailed)
+	g.Expect(condition(got, commonv1.StalledCondition)).To(HaveField("Status", metav1.ConditionTrue), "kubectl wait --for=condition=Stalled")
+
+	// Deleting: the workspace holds its finalizer until its release is gone.
+	g.Expect(env.Client.Delete(ctx, holder)).To(Succeed())
+	eventuallyRunning(t, client.ObjectKeyFromObject(waiter))
+
+	g.Eventually(func(g Gomega) {
+		rec.check(g, "Pending InProgress", "Deploying InProgress", "Running Current", "InstallingPrerequisites InProgress",
+			"Waiting InProgress", "Failed Failed", "deleted Terminating", "behind InProgress")
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// eventReasons lists the reasons of the events about a workspace.
+func eventReasons(g Gomega, ns, name string) []string {
+	list := &eventsv1.EventList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	var out []string
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "WorkspaceDeployment" && e.Regarding.Name == name {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
