@@ -49,11 +49,13 @@ func runExamples(t *testing.T, gitMode bool) {
 	c := w.env.Client
 
 	// Before Apiary writes any status, the health check must not pass:
+	// kustomize-controller applies the class first and waits for it, and a
+	// class without status reads InProgress (observedGeneration -1), as
 	// the committed healthCheckExprs read a Colony or workspace without a
-	// phase as in progress.
+	// phase.
 	g.Eventually(func() error {
-		return c.Get(ctx, client.ObjectKey{Namespace: teamNS, Name: "ada"}, &workspacesv1.WorkspaceDeployment{})
-	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(Succeed(), "Flux applied the fleet")
+		return c.Get(ctx, client.ObjectKey{Name: "jupyter-notebook-0-3-0"}, &workspacesv1.WorkspaceClass{})
+	}).WithTimeout(timeout).WithPolling(250*time.Millisecond).Should(Succeed(), "Flux applied the fleet's class")
 	w.consistentlyNotReady(t, "fleet", "before Apiary runs")
 	w.startApiary(t)
 

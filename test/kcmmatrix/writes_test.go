@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,9 +101,15 @@ func apiaryWrites(t *testing.T, ns string) written {
 	wsd := &workspacesv1.WorkspaceDeployment{}
 	readExample(t, "quickstart/workspacedeployment.yaml", wsd)
 	wsd.Namespace, wsd.UID = ns, "0d6c3e1c-0000-4000-8000-0000000000c2"
+	password := &corev1.Secret{}
+	readExample(t, "quickstart/notebook-password.yaml", password)
 	resolved, selector, demand := plan.Resources(class, wsd)
 	vals, err := plan.ResolveValues(class, wsd, resolved, plan.Placement(resolved, selector, demand),
-		func(workspacesv1.ValuesReference) ([]byte, bool, error) { return nil, false, nil })
+		func(ref workspacesv1.ValuesReference) ([]byte, bool, error) {
+			// The quick start's Secret, as the API server would store it.
+			v, ok := password.StringData[ref.ValuesKey]
+			return []byte(v), ok && ref.Kind == "Secret" && ref.Name == password.Name, nil
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
