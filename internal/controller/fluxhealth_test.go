@@ -3,21 +3,15 @@ package controller_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"strings"
 	"sync"
 
-	"github.com/fluxcd/pkg/apis/kustomize"
+	"github.com/apiaryhq/apiary/internal/testenv"
 	fluxcel "github.com/fluxcd/pkg/runtime/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
-
-// healthCheckDoc is the one source of Apiary's Flux healthCheckExprs.
-const healthCheckDoc = "../../docs/flux-health-checks.md"
 
 var (
 	fluxHealthOnce sync.Once
@@ -29,28 +23,13 @@ var (
 // Flux's evaluator for each kind it names.
 func loadFluxHealth() (map[string]*fluxcel.StatusEvaluator, error) {
 	fluxHealthOnce.Do(func() {
-		data, err := os.ReadFile(healthCheckDoc)
+		exprs, err := testenv.HealthCheckExprs()
 		if err != nil {
 			fluxHealthErr = err
 			return
 		}
-		_, rest, ok := strings.Cut(string(data), "```yaml\n")
-		block, _, ok2 := strings.Cut(rest, "```")
-		if !ok || !ok2 {
-			fluxHealthErr = fmt.Errorf("%s: no yaml block", healthCheckDoc)
-			return
-		}
-		var ks struct {
-			Spec struct {
-				HealthCheckExprs []kustomize.CustomHealthCheck `json:"healthCheckExprs"`
-			} `json:"spec"`
-		}
-		if err := yaml.Unmarshal([]byte(block), &ks); err != nil {
-			fluxHealthErr = fmt.Errorf("%s: %w", healthCheckDoc, err)
-			return
-		}
 		fluxHealth = map[string]*fluxcel.StatusEvaluator{}
-		for _, hc := range ks.Spec.HealthCheckExprs {
+		for _, hc := range exprs {
 			ev, err := fluxcel.NewStatusEvaluator(&hc.HealthCheckExpressions)
 			if err != nil {
 				fluxHealthErr = fmt.Errorf("%s %s: %w", hc.APIVersion, hc.Kind, err)
@@ -71,7 +50,7 @@ func fluxHealthOf(kind string, obj client.Object) (status.Status, error) {
 	}
 	ev, ok := evs[kind]
 	if !ok {
-		return "", fmt.Errorf("%s names no healthCheckExprs for %s", healthCheckDoc, kind)
+		return "", fmt.Errorf("%s names no healthCheckExprs for %s", testenv.HealthChecksDoc, kind)
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {

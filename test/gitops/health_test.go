@@ -2,9 +2,8 @@ package gitops_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -22,27 +20,22 @@ import (
 )
 
 // docHealthCheckExprs returns the healthCheckExprs of the Kustomization in
-// docs/flux-health-checks.md, the one source of them.
+// docs/flux-health-checks.md, the one source of them, as unstructured data.
 func docHealthCheckExprs(t *testing.T) []any {
 	t.Helper()
-	data, err := os.ReadFile("../../docs/flux-health-checks.md")
+	exprs, err := testenv.HealthCheckExprs()
+	if err != nil || len(exprs) != 3 {
+		t.Fatalf("healthCheckExprs of the doc: %d, %v", len(exprs), err)
+	}
+	data, err := json.Marshal(exprs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(data), "```yaml\n")
-	block, _, ok := strings.Cut(rest, "```")
-	if !ok {
-		t.Fatal("docs/flux-health-checks.md has no yaml block")
-	}
-	ks := map[string]any{}
-	if err := yaml.Unmarshal([]byte(block), &ks); err != nil {
+	var out []any
+	if err := json.Unmarshal(data, &out); err != nil {
 		t.Fatal(err)
 	}
-	exprs, found, err := unstructured.NestedSlice(ks, "spec", "healthCheckExprs")
-	if err != nil || !found || len(exprs) != 3 {
-		t.Fatalf("healthCheckExprs of the doc: %v %v %d", found, err, len(exprs))
-	}
-	return exprs
+	return out
 }
 
 // TestFluxHealthCheckExprs has the real kustomize-controller apply
