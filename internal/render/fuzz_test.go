@@ -12,6 +12,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	"github.com/apiaryhq/apiary/internal/render/engine/enginetest"
 )
 
 func decodeObject(s string) (map[string]any, bool) {
@@ -173,18 +174,10 @@ func BenchmarkRenderColonyCluster(b *testing.B) {
 // never panics, fails only with an *Error, stops soon after its timeout, and
 // every object it returns is one its purpose allows.
 func FuzzRenderTemplate(f *testing.F) {
-	for _, s := range []string{
+	for _, s := range append([]string{
 		"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: team-a}\n",
 		"apiVersion: v1\nkind: Namespace\nmetadata: {name: team-a}\n",
-		`{{ range $i := until 100000000 }}x{{ end }}`,
-		`{{ range $i := 100000000000 }}{{ end }}`,
-		`{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ $d }}`,
-		`{{ $m := dict }}{{ range $i := 64 }}{{ $m = dict "a" $m "b" $m }}{{ end }}{{ $m }}`,
-		`{{ define "r" }}{{ include "r" . }}{{ end }}{{ include "r" . }}`,
-		`{{ tpl .Values.t . }}`,
-		`{{ $s := "xx" }}{{ range $i := 100 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`,
-		`{{ toYaml . }}{{ .Files.Glob "**" }}{{ deepCopy .Values | toJson }}`,
-	} {
+	}, enginetest.RunawayTemplates...) {
 		f.Add(s)
 	}
 	lim := &Limits{Timeout: time.Second, MaxSteps: 20_000, MaxWorkBytes: 4 << 20, MaxOutputBytes: 1 << 20, MaxObjects: 50}

@@ -5,23 +5,17 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/apiaryhq/apiary/internal/render/engine/enginetest"
 )
 
 // FuzzExecute compiles and executes arbitrary template text under small
 // limits: it never panics, fails only with an *Error, stops soon after its
 // timeout, and writes no more than its output limit.
 func FuzzExecute(f *testing.F) {
-	for _, s := range []string{
+	for _, s := range append([]string{
 		"apiVersion: v1\nkind: ConfigMap\n",
-		`{{ range $i := until 100000000 }}x{{ end }}`,
-		`{{ range $i := 100000000000 }}{{ end }}`,
-		`{{ $d := dict }}{{ $_ := set $d "self" $d }}{{ $d }}`,
-		`{{ $m := dict }}{{ range $i := 64 }}{{ $m = dict "a" $m "b" $m }}{{ end }}{{ $m }}`,
-		`{{ define "r" }}{{ include "r" . }}{{ end }}{{ include "r" . }}`,
-		`{{ tpl .Values.t . }}`,
-		`{{ $s := "xx" }}{{ range $i := 100 }}{{ $s = printf "%s%s" $s $s }}{{ end }}`,
-		`{{ toYaml . }}{{ .Files.Glob "**" }}{{ deepCopy .Values | toJson }}`,
-	} {
+	}, enginetest.RunawayTemplates...) {
 		f.Add(s)
 	}
 	lim := Limits{Timeout: time.Second, MaxSteps: 20_000, MaxWorkBytes: 4 << 20, MaxDepth: 16, MaxOutputBytes: 1 << 20}
