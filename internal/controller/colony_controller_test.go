@@ -88,6 +88,15 @@ func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *m
 	return apimeta.FindStatusCondition(obj.GetConditions(), t)
 }
 
+// createColony creates a Colony of entries in ns.
+func createColony(t *testing.T, ns, name string, entries ...infrav1.ColonyCluster) *infrav1.Colony {
+	t.Helper()
+	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: infrav1.ColonySpec{ColonyClusters: entries}}
+	NewWithT(t).Expect(env.Client.Create(context.Background(), colony)).To(Succeed())
+	return colony
+}
+
 // eventuallyReady waits for the Colony to be Ready for its current
 // generation, and checks that the counts agree: status is written at once.
 func eventuallyReady(t *testing.T, key client.ObjectKey) *infrav1.Colony {
@@ -171,9 +180,7 @@ func TestColonyEntriesAddedChangedRemoved(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "entries")
 	k0rdentFixtures(t, ns)
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("a")}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "fleet", entry("a"))
 	key := client.ObjectKeyFromObject(colony)
 	eventuallyReady(t, key)
 
@@ -222,9 +229,7 @@ func TestColonyOneClusterFailingDoesNotBlockOthers(t *testing.T) {
 	bad.ClusterAnnotations = map[string]string{standin.AnnotationFail: "quota exceeded in region"}
 	missing := entry("orphan")
 	missing.ClusterDeploymentSpec.Raw = []byte(`{"template":"no-such-template","credential":"remote-cred"}`)
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "mixed", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("good"), bad, missing}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "mixed", entry("good"), bad, missing)
 
 	g.Eventually(func(g Gomega) {
 		c := getColony(g, client.ObjectKeyFromObject(colony))
@@ -266,9 +271,7 @@ func TestColonyBadBundleStallsAndNamesFileAndLine(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, cm)).To(Succeed())
 	broken := entry("broken")
 	broken.Bundle = &commonv1.BundleReference{ConfigMapRef: &corev1.LocalObjectReference{Name: "broken-bundle"}}
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "bundles", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("fine"), broken}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "bundles", entry("fine"), broken)
 
 	g.Eventually(func(g Gomega) {
 		c := getColony(g, client.ObjectKeyFromObject(colony))
@@ -314,9 +317,7 @@ func TestColonyStatusWithNoReadyClusterIsWritten(t *testing.T) {
 	k0rdentFixtures(t, ns)
 	slow := entry("slow")
 	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "10m"}
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "slow", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "slow", slow)
 	g.Eventually(func(g Gomega) {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(infrav1.GroupVersion.WithKind("Colony"))

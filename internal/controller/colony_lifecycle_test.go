@@ -24,9 +24,7 @@ func TestColonyDeletionAwaitsClusterDeployments(t *testing.T) {
 	k0rdentFixtures(t, ns)
 	slow := entry("slow")
 	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "3s"}
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "doomed", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "doomed", slow)
 	key := client.ObjectKeyFromObject(colony)
 	eventuallyReady(t, key)
 
@@ -50,14 +48,11 @@ func TestColonyDeletionAwaitsClusterDeployments(t *testing.T) {
 
 func TestColonyUnreachableChildKeepsInventoryAndSaysSo(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := env.NewNamespace(t, "unreachable")
 	k0rdentFixtures(t, ns)
 	far := entry("far")
 	far.ClusterAnnotations = map[string]string{unreachableAnnotation: "true"}
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "remote", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("near"), far}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "remote", entry("near"), far)
 	key := client.ObjectKeyFromObject(colony)
 
 	g.Eventually(func(g Gomega) {
@@ -79,9 +74,7 @@ func TestColonyInventoryFollowsNodes(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "nodes")
 	k0rdentFixtures(t, ns)
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("c")}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "gpus", entry("c"))
 	key := client.ObjectKeyFromObject(colony)
 	eventuallyReady(t, key)
 
@@ -106,9 +99,7 @@ func TestColonySteadyStateWritesNothing(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "steady")
 	k0rdentFixtures(t, ns)
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "calm", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{entry("x"), entry("y")}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "calm", entry("x"), entry("y"))
 	key := client.ObjectKeyFromObject(colony)
 	eventuallyReady(t, key)
 	// Let the inventory settle, then poke the Colony's watches without changing

@@ -100,9 +100,7 @@ func TestColonyKstatus(t *testing.T) {
 	k0rdentFixtures(t, ns)
 	slow := entry("a")
 	slow.ClusterAnnotations = map[string]string{standin.AnnotationDelay: "2s"}
-	colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
-		Spec: infrav1.ColonySpec{ColonyClusters: []infrav1.ColonyCluster{slow}}}
-	g.Expect(env.Client.Create(ctx, colony)).To(Succeed())
+	colony := createColony(t, ns, "fleet", slow)
 	key := client.ObjectKeyFromObject(colony)
 	c := eventuallyReady(t, key)
 	updateSpec(g, c, func(c *infrav1.Colony) { c.Spec.ColonyClusters = append(c.Spec.ColonyClusters, entry("b")) })
