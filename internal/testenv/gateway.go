@@ -29,6 +29,27 @@ func GatewayClient(cfg *rest.Config) (client.Client, error) {
 	return client.New(cfg, client.Options{Scheme: s})
 }
 
+// StartGatewayPlane starts a bare control plane that serves the Gateway
+// API's CRDs, as a regional cluster (or a child with waypoints) does, and
+// returns it with a client that knows the Gateway API's types. Stop it
+// when done; on error nothing is left running.
+func StartGatewayPlane() (*Environment, client.Client, error) {
+	crds, err := GatewayAPICRDs()
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the Gateway API CRDs: %w", err)
+	}
+	env, err := Start(Bare(), WithCRDDirs(crds...))
+	if err != nil {
+		return nil, nil, fmt.Errorf("starting a control plane with the Gateway API: %w", err)
+	}
+	c, err := GatewayClient(env.Config)
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, fmt.Errorf("a Gateway API client: %w", err)
+	}
+	return env, c, nil
+}
+
 // TenantGateway is the tenant Gateway of a regional cluster in tests: a
 // wildcard HTTPS listener for Domain and one TCP listener per pool port.
 type TenantGateway struct {

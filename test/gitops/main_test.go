@@ -93,20 +93,13 @@ func run(m *testing.M) int {
 	defer pair.Stop()
 	env, child = pair.Management, pair.Child
 	childKubeconfig := pair.ChildKubeconfig
-	gatewayCRDs, err := testenv.GatewayAPICRDs()
-	if err != nil {
-		return fail("finding the Gateway API CRDs", err)
-	}
-	if regional, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(gatewayCRDs...)); err != nil {
+	if regional, regionalClient, err = testenv.StartGatewayPlane(); err != nil {
 		return fail("starting the regional control plane", err)
 	}
 	defer func() { _ = regional.Stop() }()
 	regionalKubeconfig, err := regional.Kubeconfig()
 	if err != nil {
 		return fail("regional kubeconfig", err)
-	}
-	if regionalClient, err = testenv.GatewayClient(regional.Config); err != nil {
-		return fail("regional client", err)
 	}
 	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
 		if cd.Annotations[regionalAnnotation] == "true" {

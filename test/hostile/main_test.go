@@ -87,20 +87,13 @@ func run(m *testing.M) int {
 	if err != nil {
 		return fail("finding Flux's CRDs", err)
 	}
-	gatewayCRDs, err := testenv.GatewayAPICRDs()
-	if err != nil {
-		return fail("finding the Gateway API CRDs", err)
-	}
-	if regional, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(gatewayCRDs...)); err != nil {
+	if regional, regionalClient, err = testenv.StartGatewayPlane(); err != nil {
 		return fail("starting the regional control plane", err)
 	}
 	defer func() { _ = regional.Stop() }()
 	regionalKubeconfig, err := regional.Kubeconfig()
 	if err != nil {
 		return fail("regional kubeconfig", err)
-	}
-	if regionalClient, err = testenv.GatewayClient(regional.Config); err != nil {
-		return fail("regional client", err)
 	}
 	gw := types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}
 	if err := (testenv.TenantGateway{Key: gw, Domain: tenantDomain}).Create(context.Background(), regionalClient); err != nil {

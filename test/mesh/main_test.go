@@ -64,26 +64,16 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer func() { _ = env.Stop() }()
-	crds, err := testenv.GatewayAPICRDs()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "Gateway API CRDs: %v\n", err)
+	if regional, regionalC, err = testenv.StartGatewayPlane(); err != nil {
+		fmt.Fprintf(os.Stderr, "regional control plane: %v\n", err)
 		return 1
 	}
-	for _, e := range []**testenv.Environment{&regional, &child} {
-		if *e, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs(crds...)); err != nil {
-			fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
-			return 1
-		}
-		defer func() { _ = (*e).Stop() }()
-	}
-	if regionalC, err = testenv.GatewayClient(regional.Config); err != nil {
-		fmt.Fprintf(os.Stderr, "regional client: %v\n", err)
+	defer func() { _ = regional.Stop() }()
+	if child, childC, err = testenv.StartGatewayPlane(); err != nil {
+		fmt.Fprintf(os.Stderr, "child control plane: %v\n", err)
 		return 1
 	}
-	if childC, err = testenv.GatewayClient(child.Config); err != nil {
-		fmt.Fprintf(os.Stderr, "child client: %v\n", err)
-		return 1
-	}
+	defer func() { _ = child.Stop() }()
 	if regionalProxy, err = newCounter(regional.Config); err != nil {
 		fmt.Fprintf(os.Stderr, "regional proxy: %v\n", err)
 		return 1
