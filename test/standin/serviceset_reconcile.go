@@ -43,6 +43,9 @@ func (s *ServiceSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if ss.Spec.Cluster == "" {
 		return reconcile.Result{}, nil // self-management targets the management cluster: not played
 	}
+	if _, paused := ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation]; paused {
+		return reconcile.Result{}, s.reconcilePaused(ctx, ss)
+	}
 	if !ss.DeletionTimestamp.IsZero() {
 		return s.reconcileDelete(ctx, ss)
 	}
@@ -54,6 +57,22 @@ func (s *ServiceSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 	}
 	return s.reconcileNormal(ctx, ss)
+}
+
+// reconcilePaused plays a ServiceSet whose Sveltos Profile is paused: no
+// Helm action runs and the status stays as last written. kcm still adds its
+// finalizer, and a deleted ServiceSet keeps it (the paused Profile never
+// runs its delete path) until the pause is lifted.
+func (s *ServiceSets) reconcilePaused(ctx context.Context, ss *k0rdentv1beta1.ServiceSet) error {
+	if !ss.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(ss, k0rdentv1beta1.ServiceSetFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ss.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(ss, k0rdentv1beta1.ServiceSetFinalizer)
+	if err := s.Client.Patch(ctx, ss, patch); err != nil {
+		return fmt.Errorf("adding finalizer to paused ServiceSet %s/%s: %w", ss.Namespace, ss.Name, err)
+	}
+	return nil
 }
 
 // reconcileNormal brings the releases of the ServiceSet in line with its
