@@ -20,12 +20,17 @@ const (
 	// <release>-values (key "values.json") and creates one ClusterIP Service
 	// <release>-<name> per entry of the list value "endpoints" ({name, port}).
 	ChartWorkspace = "workspace"
+	// ChartWorkspaceHub is shaped like the workspace hub's charts
+	// (jupyter-notebook, devpod): what ChartWorkspace does, plus the
+	// Deployment <release> with replicas 1 hard-coded (no value changes it)
+	// and the PersistentVolumeClaim <release>, not kept on uninstall.
+	ChartWorkspaceHub = "workspace-hub"
 	// ChartPrerequisite creates the ConfigMap <release>-installed.
 	ChartPrerequisite = "prerequisite"
 )
 
 // ValuesConfigMapSuffix is appended to a release name to get the ConfigMap in
-// which ChartWorkspace records the values of the release.
+// which ChartWorkspace and ChartWorkspaceHub record the values of the release.
 const ValuesConfigMapSuffix = "-values"
 
 // ValuesConfigMapKey is the data key of the values (JSON) in that ConfigMap.

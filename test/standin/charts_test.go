@@ -10,7 +10,7 @@ import (
 
 func TestChartNames(t *testing.T) {
 	g := NewWithT(t)
-	g.Expect(ChartNames()).To(ContainElements(ChartWorkspace, ChartPrerequisite))
+	g.Expect(ChartNames()).To(ContainElements(ChartWorkspace, ChartWorkspaceHub, ChartPrerequisite))
 	for _, bad := range []string{"", "nope", "..", "workspace/templates", "."} {
 		_, err := loadChart(bad)
 		g.Expect(err).To(HaveOccurred(), "chart %q", bad)
@@ -35,6 +35,16 @@ func TestChartsRender(t *testing.T) {
 		{
 			chart:    ChartWorkspace,
 			contains: map[string][]string{"workspace/templates/values.yaml": {`"endpoints":[]`}},
+		},
+		{
+			chart:  ChartWorkspaceHub,
+			values: `{"replicas":3,"endpoints":[{"name":"http","port":8888}]}`,
+			contains: map[string][]string{
+				"workspace-hub/templates/values.yaml":     {"name: rel-values", `"replicas":3`},
+				"workspace-hub/templates/endpoints.yaml":  {"name: rel-http", "port: 8888"},
+				"workspace-hub/templates/deployment.yaml": {"name: rel\n", "replicas: 1\n", "claimName: rel\n"},
+				"workspace-hub/templates/pvc.yaml":        {"kind: PersistentVolumeClaim", "name: rel\n", "ReadWriteOnce"},
+			},
 		},
 		{
 			chart:    ChartPrerequisite,

@@ -55,9 +55,12 @@ const (
 // the child cluster whose kubeconfig Secret <spec.cluster>-kubeconfig the
 // ServiceSet's namespace holds, and reports Pending, Provisioning, Deployed,
 // Failed and Deleting as the adapter does (and Deleted, lastDeployedHash and
-// ServicesInReadyState when it reports like kcm v1.12: ReportAs). It implements Services, so a
-// StandIn with Services set to it aggregates the services into its
-// ClusterDeployments. Set the fields before SetupWithManager.
+// ServicesInReadyState when it reports like kcm v1.12: ReportAs). While a
+// ServiceSet carries k0rdentv1beta1.ServiceSetPausedAnnotation it installs,
+// upgrades and uninstalls nothing and leaves the status as it was; a deleted
+// one keeps kcm's finalizer until the annotation is removed. It implements
+// Services, so a StandIn with Services set to it aggregates the services
+// into its ClusterDeployments. Set the fields before SetupWithManager.
 type ServiceSets struct {
 	// Client reaches the management cluster; nil means the manager's
 	// (cached) client.

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -42,6 +43,9 @@ func (s *ServiceSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 	if ss.Spec.Cluster == "" {
 		return reconcile.Result{}, nil // self-management targets the management cluster: not played
 	}
+	if _, paused := ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation]; paused {
+		return reconcile.Result{}, s.reconcilePaused(ctx, ss)
+	}
 	if !ss.DeletionTimestamp.IsZero() {
 		return s.reconcileDelete(ctx, ss)
 	}
@@ -53,6 +57,22 @@ func (s *ServiceSets) Reconcile(ctx context.Context, req reconcile.Request) (rec
 		}
 	}
 	return s.reconcileNormal(ctx, ss)
+}
+
+// reconcilePaused plays a ServiceSet whose Sveltos Profile is paused: no
+// Helm action runs and the status stays as last written. kcm still adds its
+// finalizer, and a deleted ServiceSet keeps it (the paused Profile never
+// runs its delete path) until the pause is lifted.
+func (s *ServiceSets) reconcilePaused(ctx context.Context, ss *k0rdentv1beta1.ServiceSet) error {
+	if !ss.DeletionTimestamp.IsZero() || controllerutil.ContainsFinalizer(ss, k0rdentv1beta1.ServiceSetFinalizer) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(ss.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	controllerutil.AddFinalizer(ss, k0rdentv1beta1.ServiceSetFinalizer)
+	if err := s.Client.Patch(ctx, ss, patch); err != nil {
+		return fmt.Errorf("adding finalizer to paused ServiceSet %s/%s: %w", ss.Namespace, ss.Name, err)
+	}
+	return nil
 }
 
 // reconcileNormal brings the releases of the ServiceSet in line with its
@@ -199,7 +219,7 @@ func (s *ServiceSets) plan(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, e
 	st.opts = helmInstallOptions(entry.HelmOptions)
 	st.instant = tpl.Annotations[AnnotationInstant] == "true"
 
-	st.rec = s.record(key, inputsHash(child, ss.Generation, &st), now)
+	st.rec = s.record(key, inputsHash(child, &st), now)
 	rec := s.snapshot(st.rec)
 	st.state = k0rdentv1beta1.ServiceStateProvisioning
 	switch {
@@ -220,12 +240,15 @@ func (s *ServiceSets) plan(ctx context.Context, ss *k0rdentv1beta1.ServiceSet, e
 	return st, 0
 }
 
-// inputsHash identifies what a service installs: child cluster, ServiceSet
-// generation, chart, namespace, options and values.
-func inputsHash(child string, generation int64, st *step) string {
+// inputsHash identifies what a service installs: child cluster, template,
+// version, chart, namespace, options and values (valuesFrom merged in). As
+// with Sveltos, only a change of these upgrades the release: a resync or a
+// change of another service of the ServiceSet does not.
+func inputsHash(child string, st *step) string {
 	values, _ := json.Marshal(st.values) // maps from YAML always marshal
 	h := sha256.New()
-	_, _ = fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00%t\x00", child, generation, st.chart, st.entry.Namespace, st.opts.createNamespace)
+	_, _ = fmt.Fprintf(h, "%s\x00%s\x00%s\x00%s\x00%s\x00%t\x00", child, st.entry.Template, ptr.Deref(st.entry.Version, ""),
+		st.chart, st.entry.Namespace, st.opts.createNamespace)
 	_, _ = h.Write(values)
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -284,7 +284,7 @@ func TestPrerequisiteInstalledOnce(t *testing.T) {
 	g.Expect(child.Client.Get(ctx, client.ObjectKey{Namespace: target, Name: "operator" + InstalledConfigMapSuffix}, cm)).To(Succeed())
 	g.Expect(cm.Data).To(HaveKeyWithValue("chart", "prerequisite-0.1.0"))
 
-	// More services and more reconciles upgrade the release but never install it again.
+	// More services and more reconciles never install the release again.
 	got := getServiceSet(g, ss)
 	patch := client.MergeFrom(got.DeepCopy())
 	got.Spec.Services = append(got.Spec.Services, service("ws", target, "ws", ""))

@@ -8,10 +8,13 @@
 // and delete (AnnotationDelay). The services part plugs in through the
 // Services interface; ServiceSets implements it: a ServiceSet controller that
 // installs every service as a Helm release, from a chart embedded in this
-// package (ChartWorkspace, ChartPrerequisite), on the child cluster, and
-// reports the states kcm's Sveltos adapter reports. Annotations on
-// ServiceTemplates are its test knobs (AnnotationChart, AnnotationFail,
-// AnnotationDelay, AnnotationHang).
+// package (ChartWorkspace, ChartWorkspaceHub, ChartPrerequisite), on the
+// child cluster, and reports the states kcm's Sveltos adapter reports. Like
+// Sveltos it upgrades a release only when the service's inputs change, and
+// a ServiceSet carrying kcm's pause annotation gets no Helm action at all
+// (nor, once deleted, its finalizer removed) until the annotation goes.
+// Annotations on ServiceTemplates are its test knobs (AnnotationChart,
+// AnnotationFail, AnnotationDelay, AnnotationHang).
 package standin
 
 import (
