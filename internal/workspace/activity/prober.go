@@ -3,6 +3,7 @@ package activity
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,25 +63,44 @@ func (p *Prober) observe(ctx context.Context, t Target, now time.Time) (Observat
 	defer cancel()
 	select {
 	case p.slots <- struct{}{}:
-		defer func() { <-p.slots }()
 	case <-ctx.Done():
 		return Observation{Detail: "not asked: every probe slot stayed busy"}, metrics.ActivityError
 	}
-
-	obs, err := observeSafely(ctx, src, t, now)
+	// The source runs on its own, so that one ignoring ctx cannot hold the
+	// caller beyond the timeout; it holds its slot until it returns.
+	answers := make(chan answer, 1)
+	go func() {
+		defer func() { <-p.slots }()
+		obs, err := observeSafely(ctx, src, t, now)
+		answers <- answer{obs, err}
+	}()
+	var obs Observation
+	var err error
+	select {
+	case a := <-answers:
+		obs, err = a.obs, a.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
 	switch {
 	case err != nil:
 		detail := childcluster.SafeError(redactErr(err, t.Token))
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)
+		if timedOut && !strings.Contains(detail, "timed out") {
 			detail = "timed out: " + detail
 		}
 		return Observation{Detail: detail}, metrics.ActivityError
-	case !obs.Known || obs.LastActivity.IsZero():
+	case !obs.Known || obs.LastActivity.Before(minValid):
 		return Observation{Detail: obs.Detail}, metrics.ActivityUnknown
 	case obs.LastActivity.After(now):
 		obs.LastActivity = now
 	}
 	return obs, metrics.ActivityKnown
+}
+
+type answer struct {
+	obs Observation
+	err error
 }
 
 // observeSafely asks src, turning a panic of a pluggable source into an error.
