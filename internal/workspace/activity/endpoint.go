@@ -2,6 +2,7 @@ package activity
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -27,12 +29,17 @@ type RESTConfigs interface {
 // Service proxy, /api/v1/namespaces/<ns>/services/<svc>:<port>/proxy/<path>,
 // so the manager needs no network path to the child's pods. The API server
 // drops the Authorization header once it has authenticated the manager, so
-// the token goes as the query parameter token, as Jupyter accepts it.
+// the token goes as the query parameter token, as Jupyter accepts it. An
+// Endpoint keeps an HTTP client per cluster; it must not be copied after
+// its first use.
 type Endpoint struct {
 	// Clusters gives the child's REST config.
 	Clusters RESTConfigs
 	// Timeout bounds a probe; default 5s.
 	Timeout time.Duration
+
+	mu      sync.Mutex
+	clients map[types.NamespacedName]cachedClient
 }
 
 var _ Source = (*Endpoint)(nil)
@@ -102,15 +109,10 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cfg = rest.CopyConfig(cfg)
-	cfg.Timeout = timeout
-	hc, err := rest.HTTPClientFor(cfg)
+	hc, err := e.httpClient(t.Cluster, cfg)
 	if err != nil {
 		return Observation{}, fmt.Errorf("endpoint %s: building the HTTP client: %w", where, err)
 	}
-	hc.CheckRedirect = noRedirects
-	// A client per probe: close its connections rather than keep them.
-	defer hc.CloseIdleConnections()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Observation{}, fmt.Errorf("endpoint %s: building the request", where)
@@ -134,6 +136,52 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 		return Observation{}, fmt.Errorf("endpoint %s: %w", where, err)
 	}
 	return obs, nil
+}
+
+// httpClient returns the HTTP client of a cluster, built once per REST
+// config (its server and credentials) so that probes share connections.
+func (e *Endpoint) httpClient(cd types.NamespacedName, cfg *rest.Config) (*http.Client, error) {
+	key := configKey(cfg)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if c, ok := e.clients[cd]; ok && c.key == key {
+		return c.client, nil
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.Timeout = 0 // each probe's context bounds it
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	hc.CheckRedirect = noRedirects
+	if e.clients == nil {
+		e.clients = map[types.NamespacedName]cachedClient{}
+	}
+	if old, ok := e.clients[cd]; ok {
+		old.client.CloseIdleConnections()
+	}
+	e.clients[cd] = cachedClient{key: key, client: hc}
+	return hc, nil
+}
+
+// cachedClient is the HTTP client of a cluster, and the key of its config.
+type cachedClient struct {
+	key    [sha256.Size]byte
+	client *http.Client
+}
+
+// configKey identifies what of a REST config makes its HTTP client: the
+// server, its TLS settings and the credentials, without keeping them.
+func configKey(cfg *rest.Config) [sha256.Size]byte {
+	h := sha256.New()
+	for _, b := range [][]byte{
+		[]byte(cfg.Host), []byte(cfg.APIPath), []byte(cfg.ServerName), []byte(strconv.FormatBool(cfg.Insecure)),
+		cfg.CAData, cfg.CertData, cfg.KeyData, []byte(cfg.BearerToken), []byte(cfg.Username), []byte(cfg.Password),
+	} {
+		_, _ = h.Write([]byte(strconv.Itoa(len(b)) + ":"))
+		_, _ = h.Write(b)
+	}
+	return [sha256.Size]byte(h.Sum(nil))
 }
 
 // noRedirects makes a client return a redirect as the answer instead of

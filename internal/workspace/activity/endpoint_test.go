@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/pem"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -40,6 +41,7 @@ func (f restConfigsFunc) RESTConfig(ctx context.Context, cd types.NamespacedName
 type fakeProxy struct {
 	*httptest.Server
 	requests atomic.Int32
+	conns    atomic.Int32
 	serve    atomic.Pointer[http.HandlerFunc]
 }
 
@@ -47,7 +49,7 @@ func startProxy(t *testing.T, serve http.HandlerFunc) *fakeProxy {
 	t.Helper()
 	p := &fakeProxy{}
 	p.serve.Store(&serve)
-	p.Server = httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	p.Server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.requests.Add(1)
 		if r.Header.Get("Authorization") != "Bearer "+managerCredential {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
@@ -55,18 +57,33 @@ func startProxy(t *testing.T, serve http.HandlerFunc) *fakeProxy {
 		}
 		(*p.serve.Load())(w, r)
 	}))
+	p.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			p.conns.Add(1)
+		}
+	}
+	p.StartTLS()
 	t.Cleanup(p.Close)
 	return p
 }
 
-// source returns an Endpoint reaching the proxy under prefix for every cluster.
+// source returns an Endpoint reaching the proxy under prefix for cluster
+// cd-1, with the manager's credential.
 func (p *fakeProxy) source(prefix string) *Endpoint {
+	return p.sourceWith(prefix, func() string { return managerCredential })
+}
+
+// sourceWith is source with the credential credential() gives at each probe.
+func (p *fakeProxy) sourceWith(prefix string, credential func() string) *Endpoint {
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: p.Certificate().Raw})
 	return &Endpoint{Clusters: restConfigsFunc(func(_ context.Context, cd types.NamespacedName) (*rest.Config, error) {
 		if cd.Name != "cd-1" {
 			return nil, errors.New("cluster " + cd.String() + ": kubeconfig not found")
 		}
-		return &rest.Config{Host: p.URL + prefix, BearerToken: managerCredential, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, nil
+		// A dialer, as a ServerPolicy with CIDRs sets: client-go then
+		// shares no transport between configs.
+		return &rest.Config{Host: p.URL + prefix, BearerToken: credential(), TLSClientConfig: rest.TLSClientConfig{CAData: ca},
+			Dial: (&net.Dialer{}).DialContext}, nil
 	})}
 }
 
@@ -200,4 +217,24 @@ func TestEndpointRefusesTargetsBeforeAsking(t *testing.T) {
 	path, err := ProxyPath(Target{Namespace: "ws-a", Service: "s", Port: 80, Format: CodeServerHealthz, Path: "/custom/path/"})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(path).To(Equal("/api/v1/namespaces/ws-a/services/s:80/proxy/custom/path/"))
+}
+
+func TestEndpointKeepsAClientPerClusterConfig(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	p := startProxy(t, func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"last_activity":"2026-12-03T11:00:00Z"}`))
+	})
+	credential := managerCredential
+	src := p.sourceWith("", func() string { return credential })
+	for range 3 {
+		_, err := src.Observe(ctx, jupyterTarget(), now)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	g.Expect(p.conns.Load()).To(Equal(int32(1)), "probes share the cluster's connection")
+
+	credential = "rotated"
+	_, err := src.Observe(ctx, jupyterTarget(), now)
+	g.Expect(err).To(MatchError(ContainSubstring("HTTP 401")), "a changed config gives a new client, with the new credential")
+	g.Expect(p.conns.Load()).To(Equal(int32(2)))
 }
