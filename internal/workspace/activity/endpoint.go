@@ -48,7 +48,8 @@ var _ Source = (*Endpoint)(nil)
 const maxPath = 256
 
 // pathRE is the paths a target may ask: relative segments of unreserved
-// characters, no query, fragment, escape or dot segment.
+// characters, none starting with a dot (so no dot segment), and no query,
+// fragment or escape.
 var pathRE = regexp.MustCompile(`^[A-Za-z0-9_~-][A-Za-z0-9._~-]*(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)*/?$`)
 
 // ProxyPath returns the path of a target's Service proxy, below the API
@@ -67,7 +68,7 @@ func ProxyPath(t Target) (string, error) {
 		p = DefaultPath(t.Format)
 	}
 	p = strings.TrimPrefix(p, "/")
-	if len(p) > maxPath || !pathRE.MatchString(p) || strings.Contains("/"+p+"/", "/../") || strings.Contains("/"+p+"/", "/./") {
+	if len(p) > maxPath || !pathRE.MatchString(p) {
 		return "", errors.New("the path is not a plain relative path")
 	}
 	return "/api/v1/namespaces/" + t.Namespace + "/services/" + t.Service + ":" + strconv.Itoa(int(t.Port)) + "/proxy/" + p, nil
@@ -87,6 +88,12 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 		return Observation{}, fmt.Errorf("endpoint: %w", err)
 	}
 	where := fmt.Sprintf("service %s/%s:%d", t.Namespace, t.Service, t.Port)
+	timeout := e.Timeout
+	if timeout <= 0 {
+		timeout = defaultProbeTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	if e.Clusters == nil {
 		return Observation{}, errors.New("endpoint: no child clusters to reach")
 	}
@@ -103,12 +110,6 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 		u.RawQuery = url.Values{"token": {t.Token}}.Encode()
 	}
 
-	timeout := e.Timeout
-	if timeout <= 0 {
-		timeout = defaultProbeTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	hc, err := e.httpClient(t.Cluster, cfg)
 	if err != nil {
 		return Observation{}, fmt.Errorf("endpoint %s: building the HTTP client: %w", where, err)

@@ -47,7 +47,7 @@ type Prometheus struct {
 	// several clusters.
 	ClusterLabel string
 	// Threshold is the utilisation, in percent, from which a workspace is
-	// active; default DefaultThreshold.
+	// active, in (0, 100]; default DefaultThreshold.
 	Threshold float64
 	// Timeout bounds a query; default 5s.
 	Timeout time.Duration
@@ -93,6 +93,10 @@ func (p *Prometheus) Observe(ctx context.Context, t Target, now time.Time) (Obse
 	if err != nil {
 		return Observation{}, fmt.Errorf("prometheus: %w", err)
 	}
+	threshold, err := p.threshold()
+	if err != nil {
+		return Observation{}, fmt.Errorf("prometheus: %w", err)
+	}
 	base, err := url.Parse(p.URL)
 	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
 		return Observation{}, errors.New("prometheus: the URL is not an absolute http(s) URL")
@@ -126,22 +130,27 @@ func (p *Prometheus) Observe(ctx context.Context, t Target, now time.Time) (Obse
 	if err != nil {
 		return Observation{}, fmt.Errorf("prometheus: %w", err)
 	}
-	// Prometheus answers errors with 4xx/5xx and a JSON body saying why.
-	if resp.StatusCode != http.StatusOK && len(body) == 0 {
-		return Observation{}, fmt.Errorf("prometheus: HTTP %d", resp.StatusCode)
-	}
-	obs, err := parsePrometheus(body, now, t.Window, p.threshold())
-	if err != nil && resp.StatusCode != http.StatusOK {
+	obs, err := parsePrometheus(body, now, t.Window, threshold)
+	if resp.StatusCode != http.StatusOK {
+		// Prometheus answers errors with 4xx/5xx and a JSON body saying why.
+		if err == nil || len(body) == 0 {
+			return Observation{}, fmt.Errorf("prometheus: HTTP %d", resp.StatusCode)
+		}
 		return Observation{}, fmt.Errorf("prometheus: HTTP %d: %w", resp.StatusCode, err)
 	}
 	return obs, err
 }
 
-func (p *Prometheus) threshold() float64 {
-	if p.Threshold <= 0 {
-		return DefaultThreshold
+// threshold returns Threshold, DefaultThreshold when zero; outside (0, 100]
+// it is an error rather than a workspace always idle or always active.
+func (p *Prometheus) threshold() (float64, error) {
+	switch {
+	case p.Threshold == 0:
+		return DefaultThreshold, nil
+	case p.Threshold > 0 && p.Threshold <= 100:
+		return p.Threshold, nil
 	}
-	return p.Threshold
+	return 0, fmt.Errorf("threshold %g%% is outside (0, 100]", p.Threshold)
 }
 
 // promResponse is the envelope of the Prometheus HTTP API.

@@ -2,6 +2,7 @@ package activity
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -127,6 +128,10 @@ func TestPrometheusSourceFailures(t *testing.T) {
 			_, _ = w.Write([]byte(`<html>bad gateway</html>`))
 		}},
 		"empty error": {want: "prometheus: HTTP 503", answer: func(w http.ResponseWriter) { w.WriteHeader(http.StatusServiceUnavailable) }},
+		"success with an error status": {want: "prometheus: HTTP 500", answer: func(w http.ResponseWriter) {
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[1,"50"]}]}}`))
+		}},
 		"too large": {want: "answer too large", answer: func(w http.ResponseWriter) {
 			_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` + strings.Repeat(" ", MaxBody) + `]}}`))
 		}},
@@ -153,4 +158,8 @@ func TestPrometheusSourceFailures(t *testing.T) {
 	g := NewWithT(t)
 	_, err := (&Prometheus{URL: "prometheus:9090"}).Observe(ctx, gpuTarget(), now)
 	g.Expect(err).To(MatchError(ContainSubstring("not an absolute http(s) URL")))
+	for _, bad := range []float64{-1, 100.5, math.NaN(), math.Inf(1)} {
+		_, err := (&Prometheus{URL: "http://prometheus:9090", Threshold: bad}).Observe(ctx, gpuTarget(), now)
+		g.Expect(err).To(MatchError(ContainSubstring("outside (0, 100]")), "threshold %g", bad)
+	}
 }
