@@ -209,7 +209,7 @@ func parsePrometheus(body []byte, now time.Time, window time.Duration, threshold
 	}
 	over := fmt.Sprintf("over %s (threshold %g%%)", model.Duration(window), threshold)
 	if highest >= threshold {
-		return Observation{LastActivity: now, Known: true, Detail: fmt.Sprintf("GPU utilisation up to %.1f%% %s", highest, over)}, nil
+		return Observation{LastActivity: now, Known: true, Detail: fmt.Sprintf("GPU utilisation up to %.4g%% %s", highest, over)}, nil
 	}
-	return at(now.Add(-window), now, fmt.Sprintf("GPU utilisation at most %.1f%% %s", highest, over)), nil
+	return at(now.Add(-window), now, fmt.Sprintf("GPU utilisation at most %.4g%% %s", highest, over)), nil
 }

@@ -62,7 +62,7 @@ func TestPrometheusSource(t *testing.T) {
 
 	obs, err := src.Observe(ctx, gpuTarget(), now)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(obs).To(Equal(Observation{LastActivity: now, Known: true, Detail: "GPU utilisation up to 12.0% over 30m (threshold 5%)"}))
+	g.Expect(obs).To(Equal(Observation{LastActivity: now, Known: true, Detail: "GPU utilisation up to 12% over 30m (threshold 5%)"}))
 	q := prom.last()
 	g.Expect(q.Get("query")).To(Equal(`max(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ws-nb"}[1800s]))`))
 	g.Expect(q.Get("time")).To(Equal(strconv.FormatInt(now.Unix(), 10) + ".000"))
