@@ -3,6 +3,7 @@ package childcluster
 import (
 	"context"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -10,9 +11,13 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/apiaryhq/apiary/internal/kubeconfig"
 )
 
 // marker creates a namespace that exists only in one child, to tell them apart.
@@ -194,4 +199,46 @@ func TestErrorsNeverContainTheKubeconfig(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestRESTConfigIsCheckedLikeTheClient(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	m := newManager(t, Options{Timeout: 3 * time.Second, QPS: 7, Burst: 9})
+	cd := newCluster(t)
+	only := marker(t, 0)
+
+	_, err := m.RESTConfig(ctx, cd)
+	g.Expect(err).To(MatchError(ErrKubeconfigNotFound))
+
+	writeKubeconfig(t, cd, kubeconfigs[0])
+	cfg, err := m.RESTConfig(ctx, cd)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cfg.Timeout).To(Equal(3 * time.Second))
+	g.Expect(cfg.QPS).To(Equal(float32(7)))
+	g.Expect(cfg.Burst).To(Equal(9))
+	cs, err := kubernetes.NewForConfig(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = cs.CoreV1().Namespaces().Get(ctx, only, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred(), "the config reaches the child the Secret names")
+
+	cfg.Host = "https://example.invalid"
+	again, err := m.RESTConfig(ctx, cd)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again.Host).NotTo(Equal(cfg.Host), "each call returns a new config")
+
+	token := "sEcReTtOkEn-0123456789abcdef"
+	writeKubeconfig(t, cd, []byte("apiVersion: v1\nkind: Config\nusers:\n- name: u\n  user:\n    token: "+token+"\n   bad: [indent"))
+	_, err = m.RESTConfig(ctx, cd)
+	g.Expect(err).To(MatchError(ErrInvalidKubeconfig))
+	g.Expect(err.Error()).NotTo(ContainSubstring(token))
+
+	policed := newManager(t, Options{ServerPolicy: kubeconfig.ServerPolicy{AllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}})
+	writeKubeconfig(t, cd, kubeconfigs[0]) // https://127.0.0.1:<port>
+	_, err = policed.RESTConfig(ctx, cd)
+	g.Expect(err).To(MatchError(kubeconfig.ErrServerNotAllowed))
+
+	m.Stop()
+	_, err = m.RESTConfig(ctx, cd)
+	g.Expect(err).To(MatchError(ErrManagerStopped))
 }

@@ -254,6 +254,28 @@ func (m *Manager) Client(ctx context.Context, cd types.NamespacedName) (client.C
 	return c, nil
 }
 
+// RESTConfig returns a new REST config of the child cluster of
+// ClusterDeployment cd, for requests a client.Client cannot make (such as a
+// Service's proxy). It is read and checked as Client's is: the kubeconfig
+// Secret's content is refused when unsafe or outside the ServerPolicy, QPS,
+// Burst and Options.Timeout apply, and errors never quote the kubeconfig.
+// The config is the caller's to modify.
+func (m *Manager) RESTConfig(ctx context.Context, cd types.NamespacedName) (*rest.Config, error) {
+	if m.isStopped() {
+		return nil, ErrManagerStopped
+	}
+	kubeconfig, err := m.kubeconfig(ctx, cd)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := m.restConfig(cd, kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Timeout = m.opts.Timeout
+	return cfg, nil
+}
+
 // entryLocked returns the entry of cd, creating it. m.mu must be held.
 func (m *Manager) entryLocked(cd types.NamespacedName) *clusterEntry {
 	e := m.clusters[cd]

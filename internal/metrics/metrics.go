@@ -11,7 +11,8 @@
 //   - events observed where they happen: the time from a workspace's creation
 //     to Running, the duration of every reconcile (in the shape of Flux's
 //     gotk_reconcile_duration_seconds), Git commits, pushes and push retries,
-//     and the time from a pushed commit to Flux applying it;
+//     the time from a pushed commit to Flux applying it, and the probes asking
+//     workspaces when they were last active;
 //   - state read at scrape time from the manager's informer cache and from
 //     the child-cluster manager (State): workspaces by phase and waiting
 //     reason, admitted, free and offered GPUs per cluster, GPU quota use,
@@ -58,6 +59,7 @@ var (
 		buildInfo, reconcileDuration, timeToRunning,
 		gitCommits, gitPushes, gitPushRetries, gitSyncLatency,
 		state, shardInfo, shardUnits,
+		activityProbes, activityProbeDuration,
 	}
 )
 

@@ -274,3 +274,23 @@ apiary_workspaces_waiting{reason="WaitingForGpuCapacity"} 0
 	SetSource(&Source{Reader: c, Colonies: func() bool { return false }, Workspaces: func() bool { return false }})
 	g.Expect(testutil.CollectAndCount(state)).To(BeZero())
 }
+
+func TestActivityProbesCountResultsAndDurations(t *testing.T) {
+	g := NewWithT(t)
+	const source = "TestSource"
+	count := func(result string) float64 { return testutil.ToFloat64(activityProbes.WithLabelValues(source, result)) }
+	ObserveActivityProbe(source, ActivityKnown, 20*time.Millisecond)
+	ObserveActivityProbe(source, ActivityUnknown, time.Second)
+	ObserveActivityProbe(source, "not a result", time.Second)
+	g.Expect(count(ActivityKnown)).To(Equal(1.0))
+	g.Expect(count(ActivityUnknown)).To(Equal(1.0))
+	g.Expect(count(ActivityError)).To(Equal(1.0), "an unknown result counts as an error")
+	g.Expect(series(gathered(g)["apiary_workspace_activity_probes_total"], map[string]string{"source": source, "result": "not a result"})).To(BeEmpty())
+
+	ms := series(gathered(g)["apiary_workspace_activity_probe_duration_seconds"], map[string]string{"source": source})
+	g.Expect(ms).To(HaveLen(1))
+	g.Expect(ms[0].GetHistogram().GetSampleCount()).To(Equal(uint64(3)))
+	g.Expect(ms[0].GetHistogram().GetSampleSum()).To(BeNumerically("~", 2.02, 1e-9))
+	g.Expect(testutil.CollectAndLint(activityProbes)).To(BeEmpty())
+	g.Expect(testutil.CollectAndLint(activityProbeDuration)).To(BeEmpty())
+}
