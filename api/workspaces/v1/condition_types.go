@@ -124,3 +124,29 @@ const PortPoolExhaustedReason = "PortPoolExhausted"
 // host name is held on the tenant Gateway by another workspace (or another
 // writer's route); the endpoint waits until the holder goes.
 const HostNameTakenReason = "HostNameTaken"
+
+// Lifecycle: a workspace that stops, starts again and expires (Apiary only).
+const (
+	// ExpiresSoonCondition is True from the class's expiryWarning before a
+	// workspace's expiry until it expires; absent otherwise.
+	ExpiresSoonCondition = "ExpiresSoon"
+
+	// StoppingReason: the workspace is giving back its pods, GPUs, quota and URLs.
+	StoppingReason = "Stopping"
+	// StoppedReason: the workspace is stopped; its namespace and volumes stay.
+	StoppedReason = "Stopped"
+	// StartingReason: a stopped workspace was asked to start and queues again.
+	StartingReason = "Starting"
+	// ExpiredReason: the workspace reached its expiry and was stopped or deleted.
+	ExpiredReason = "Expired"
+	// ExpiresSoonReason: the workspace expires within its class's expiryWarning.
+	ExpiresSoonReason = "ExpiresSoon"
+	// IdleCulledReason: the workspace was idle for its class's idle.after and was stopped.
+	IdleCulledReason = "IdleCulled"
+	// StopRevertedReason: something scaled a stopped workspace's workloads
+	// up again (a Helm upgrade); Apiary scaled them back to zero.
+	StopRevertedReason = "StopReverted"
+	// ExpiryDeleteRefusedReason: a workspace applied by Flux would come back
+	// if deleted, so the Delete expiry policy stops it instead.
+	ExpiryDeleteRefusedReason = "ExpiryDeleteRefused"
+)

@@ -205,6 +205,11 @@ type WorkspaceClassSpec struct {
 	// objects; the default is the built-in workspace-serviceset bundle.
 	// +optional
 	Bundle *commonv1.BundleReference `json:"bundle,omitempty"`
+
+	// Lifecycle bounds the life of the class's workspaces and culls the
+	// idle ones (Apiary only).
+	// +optional
+	Lifecycle *ClassLifecycle `json:"lifecycle,omitempty"`
 }
 
 // WorkspaceClassStatus is the observed state of a WorkspaceClass.

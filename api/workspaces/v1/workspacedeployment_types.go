@@ -90,10 +90,15 @@ type WorkspaceDeploymentSpec struct {
 	// Suspend stops the reconciliation of the workspace; deletion still proceeds.
 	// +optional
 	Suspend bool `json:"suspend,omitempty"`
+
+	// Lifecycle stops the workspace, keeping its volumes, and sets when it
+	// expires (Apiary only).
+	// +optional
+	Lifecycle *WorkspaceLifecycle `json:"lifecycle,omitempty"`
 }
 
 // WorkspacePhase summarises the lifecycle of a workspace.
-// +kubebuilder:validation:Enum=Pending;InstallingPrerequisites;Waiting;Deploying;Running;Failed;Deleting
+// +kubebuilder:validation:Enum=Pending;InstallingPrerequisites;Waiting;Deploying;Running;Stopped;Failed;Deleting
 type WorkspacePhase string
 
 // Workspace phases.
@@ -103,8 +108,11 @@ const (
 	PhaseWaiting                 WorkspacePhase = "Waiting"
 	PhaseDeploying               WorkspacePhase = "Deploying"
 	PhaseRunning                 WorkspacePhase = "Running"
-	PhaseFailed                  WorkspacePhase = "Failed"
-	PhaseDeleting                WorkspacePhase = "Deleting"
+	// PhaseStopped is a workspace whose pods are gone and whose namespace
+	// and volumes stay (spec.lifecycle.stopped, expiry or idle culling).
+	PhaseStopped  WorkspacePhase = "Stopped"
+	PhaseFailed   WorkspacePhase = "Failed"
+	PhaseDeleting WorkspacePhase = "Deleting"
 )
 
 // PrerequisitePhase is the install state of a prerequisite.
@@ -388,6 +396,10 @@ type WorkspaceDeploymentStatus struct {
 	// regional cluster (Apiary only).
 	// +optional
 	Routes *WorkspaceRoutesStatus `json:"routes,omitempty"`
+
+	// Lifecycle records the workspace's stops, starts, expiry and activity (Apiary only).
+	// +optional
+	Lifecycle *WorkspaceLifecycleStatus `json:"lifecycle,omitempty"`
 
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
 	// annotation value the controller handled.

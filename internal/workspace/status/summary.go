@@ -25,6 +25,17 @@ func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
 	case phase == workspacesv1.PhaseFailed:
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, conditions.GetReason(obj, commonv1.StalledCondition), "%s", obj.Status.Message)
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
+	case phase == workspacesv1.PhaseStopped && Stopped(obj):
+		// Stopped is the state the spec asks for, not progress: Ready is
+		// True with reason Stopped (kstatus and Flux read it Current, as
+		// they read Ready), and the phase says the workspace cannot be used.
+		conditions.MarkTrue(obj, commonv1.ReadyCondition, workspacesv1.StoppedReason, "%s", obj.Status.Message)
+		conditions.Delete(obj, commonv1.ReconcilingCondition)
+		conditions.Delete(obj, commonv1.StalledCondition)
+	case phase == workspacesv1.PhaseStopped:
+		conditions.MarkFalse(obj, commonv1.ReadyCondition, workspacesv1.StoppingReason, "%s", obj.Status.Message)
+		conditions.MarkReconciling(obj, workspacesv1.StoppingReason, "%s", obj.Status.Message)
+		conditions.Delete(obj, commonv1.StalledCondition)
 	case phase == workspacesv1.PhaseRunning:
 		conditions.MarkTrue(obj, commonv1.ReadyCondition, workspacesv1.DeploymentReadyReason, "Workspace is running")
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
@@ -39,4 +50,11 @@ func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
 	if phase == workspacesv1.PhaseDeploying || phase == workspacesv1.PhaseRunning {
 		obj.Status.FailureContext = nil
 	}
+}
+
+// Stopped is true once a workspace finished stopping: its workloads are
+// scaled away and its GPUs, quota and URLs given back.
+func Stopped(obj *workspacesv1.WorkspaceDeployment) bool {
+	l := obj.Status.Lifecycle
+	return l != nil && l.StoppedAt != nil
 }
