@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -122,6 +123,14 @@ func main() {
 			_, err := kubeconfig.ParseServerPolicy(false, opts.ChildServerAllow)
 			return err
 		})
+	flag.StringVar(&opts.ActivityPrometheusURL, "activity-prometheus-url", "",
+		"The Prometheus HTTP API (e.g. http://prometheus.monitoring:9090) that idle policies with a prometheus source "+
+			"ask for the GPU utilisation of a workspace's namespace (DCGM exporter's DCGM_FI_DEV_GPU_UTIL). Empty: such "+
+			"workspaces' activity is unknown, and they are never culled.")
+	flag.IntVar(&opts.ActivityProbeConcurrency, "activity-probe-concurrency", 8,
+		"The most activity probes of idle policies in flight at once.")
+	flag.DurationVar(&opts.ActivityProbeTimeout, "activity-probe-timeout", 5*time.Second,
+		"How long one activity probe of an idle policy may take; a probe that takes longer reads unknown.")
 	var git gitFlags
 	git.bind(flag.CommandLine)
 	zapOpts := zap.Options{}

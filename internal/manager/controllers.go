@@ -5,6 +5,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/apiaryhq/apiary/internal/controller"
+	"github.com/apiaryhq/apiary/internal/workspace/activity"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
 
 // controllers lists Apiary's controllers and runners: internal/controller's
@@ -27,6 +29,8 @@ func (d *deps) controllers(mgr ctrl.Manager, opts Options) ([]controllerSetup, e
 		ClusterWide:             opts.clusterWide(),
 
 		ValuesFromServiceAccount: opts.ValuesFromServiceAccount,
+		Clock:                    opts.Clock,
+		Activity:                 d.activity(opts),
 	})
 	if err != nil {
 		return nil, err
@@ -36,4 +40,20 @@ func (d *deps) controllers(mgr ctrl.Manager, opts Options) ([]controllerSetup, e
 		out = append(out, controllerSetup{name: e.Name, requires: e.Requires, setup: e.Setup})
 	}
 	return out, nil
+}
+
+// activity reads workspaces' last activity for classes with an idle
+// policy: their endpoints through the child API servers' Service proxy,
+// and GPU utilisation from Prometheus when --activity-prometheus-url is set.
+func (d *deps) activity(opts Options) lifecycle.ActivityReader {
+	if opts.Activity != nil {
+		return opts.Activity
+	}
+	ep := &activity.Endpoint{Clusters: d.children, Timeout: opts.ActivityProbeTimeout}
+	sources := map[activity.Format]activity.Source{activity.JupyterStatus: ep, activity.CodeServerHealthz: ep}
+	if opts.ActivityPrometheusURL != "" {
+		sources[activity.PrometheusGPU] = &activity.Prometheus{URL: opts.ActivityPrometheusURL, Timeout: opts.ActivityProbeTimeout}
+	}
+	return &activity.Reader{Children: d.children, Now: opts.Clock, Prober: &activity.Prober{Sources: sources,
+		MaxConcurrent: opts.ActivityProbeConcurrency, Timeout: opts.ActivityProbeTimeout}}
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/preflight"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
 
 // Options configure the manager. main.go binds them to flags.
@@ -43,6 +44,20 @@ type Options struct {
 	// it), IP addresses and CIDRs child kubeconfigs' servers must match
 	// (kubeconfig.ParseServerPolicy); any server when empty.
 	ChildServerAllow []string
+	// Clock is the workspace lifecycle's clock (expiry, idle culling);
+	// time.Now when nil. For tests.
+	Clock func() time.Time
+	// Activity reads workspaces' last activity for classes with an idle
+	// policy; built from the activity options when nil. For tests.
+	Activity lifecycle.ActivityReader
+	// ActivityPrometheusURL is the Prometheus HTTP API idle policies with
+	// a prometheus source ask for GPU utilisation; such policies read
+	// unknown activity (never culling) when empty.
+	ActivityPrometheusURL string
+	// ActivityProbeConcurrency bounds the activity probes in flight; 8 when zero.
+	ActivityProbeConcurrency int
+	// ActivityProbeTimeout bounds one activity probe; 5s when zero.
+	ActivityProbeTimeout time.Duration
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.

@@ -87,6 +87,11 @@ spec:
             {{- with .Values.childClusters.allowedServers }}
             - --child-server-allow={{ join "," . }}
             {{- end }}
+            {{- with .Values.activity.prometheusURL }}
+            - --activity-prometheus-url={{ . }}
+            {{- end }}
+            - --activity-probe-concurrency={{ .Values.activity.probeConcurrency }}
+            - --activity-probe-timeout={{ .Values.activity.probeTimeout }}
             {{- with .Values.valuesFrom.serviceAccount }}
             - --values-from-service-account={{ . }}
             {{- end }}

@@ -76,6 +76,9 @@ type Target struct {
 	Token string
 	// Window is the span of GPU utilisation PrometheusGPU looks back on.
 	Window time.Duration
+	// Threshold is the GPU utilisation, in percent, from which the
+	// workspace is active (PrometheusGPU); the source's when zero.
+	Threshold float64
 }
 
 // Observation is what a source said about a workspace's activity.

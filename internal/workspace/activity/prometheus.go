@@ -93,7 +93,7 @@ func (p *Prometheus) Observe(ctx context.Context, t Target, now time.Time) (Obse
 	if err != nil {
 		return Observation{}, fmt.Errorf("prometheus: %w", err)
 	}
-	threshold, err := p.threshold()
+	threshold, err := p.threshold(t.Threshold)
 	if err != nil {
 		return Observation{}, fmt.Errorf("prometheus: %w", err)
 	}
@@ -141,16 +141,21 @@ func (p *Prometheus) Observe(ctx context.Context, t Target, now time.Time) (Obse
 	return obs, err
 }
 
-// threshold returns Threshold, DefaultThreshold when zero; outside (0, 100]
-// it is an error rather than a workspace always idle or always active.
-func (p *Prometheus) threshold() (float64, error) {
-	switch {
-	case p.Threshold == 0:
-		return DefaultThreshold, nil
-	case p.Threshold > 0 && p.Threshold <= 100:
-		return p.Threshold, nil
+// threshold returns the target's threshold (its class's), else Threshold,
+// else DefaultThreshold; outside (0, 100] it is an error rather than a
+// workspace always idle or always active.
+func (p *Prometheus) threshold(own float64) (float64, error) {
+	v := own
+	if v == 0 {
+		v = p.Threshold
 	}
-	return 0, fmt.Errorf("threshold %g%% is outside (0, 100]", p.Threshold)
+	switch {
+	case v == 0:
+		return DefaultThreshold, nil
+	case v > 0 && v <= 100:
+		return v, nil
+	}
+	return 0, fmt.Errorf("threshold %g%% is outside (0, 100]", v)
 }
 
 // promResponse is the envelope of the Prometheus HTTP API.
