@@ -83,6 +83,11 @@ type Config struct {
 	// ValuesFromServiceAccount, when set, makes workspaces' valuesFrom
 	// objects be read as this ServiceAccount of their namespace.
 	ValuesFromServiceAccount string
+	// Clock is the workspace lifecycle's clock; time.Now when nil (tests).
+	Clock func() time.Time
+	// Activity reads workspaces' last activity for idle policies; idle
+	// culling is off when nil.
+	Activity workspace.ActivityReader
 	// ClusterWide runs the controllers that are not per cluster
 	// (WorkspaceClass, TenantQuota, the Git regional routes): shard 0, or
 	// the only process.
@@ -163,7 +168,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 				Bundles: bundles, Sink: d.Sink, SyncReader: mgr.GetCache(), Children: d.Children,
 				NoCrossNamespaceRefs: c.NoCrossNamespaceRefs, Settings: d.Settings, Gateway: c.Gateway, RouteSinks: d.Routes,
 				Mesh: c.Mesh, Ledger: ledger, Policy: c.Policy, Shards: d.Shards, Installs: installs, Sweeper: sweeper,
-				ValuesReader: valuesReader,
+				ValuesReader: valuesReader, Clock: c.Clock, Activity: c.Activity,
 			}).SetupWithManager(mgr, workspace.Options{MaxConcurrentReconciles: c.WorkspaceWorkers})
 		},
 	})

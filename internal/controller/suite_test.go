@@ -130,6 +130,8 @@ func run(m *testing.M) int {
 			CRDCheckInterval:       time.Second,
 			InventoryInterval:      time.Minute,
 			Logger:                 ctrl.Log.WithName("apiary"),
+			Clock:                  lifecycleNow,
+			Activity:               activity,
 		})
 	}()
 	code := m.Run()

@@ -30,6 +30,22 @@ const (
 	GitPushed = "git-pushed"
 )
 
+// Points of a workspace's stop and start.
+const (
+	// WorkspaceStopRequested is reached once the intent to stop is written,
+	// before the paused ServiceSet is delivered.
+	WorkspaceStopRequested = "workspace-stop-requested"
+	// WorkspaceStopScaled is reached once the workloads are scaled to zero,
+	// before the admission and quota are given back.
+	WorkspaceStopScaled = "workspace-stop-scaled"
+	// WorkspaceStopReleased is reached once the quota charges are released,
+	// before the status records the stop.
+	WorkspaceStopReleased = "workspace-stop-released"
+	// WorkspaceStartScaled is reached once a starting workspace's workloads
+	// are scaled back, before its ServiceSet is delivered unpaused.
+	WorkspaceStartScaled = "workspace-start-scaled"
+)
+
 // Marker prefixes the line printed at a point.
 const Marker = "apiary-crashpoint: "
 

@@ -60,6 +60,7 @@ var (
 		gitCommits, gitPushes, gitPushRetries, gitSyncLatency,
 		state, shardInfo, shardUnits,
 		activityProbes, activityProbeDuration,
+		workspaceStops, workspaceStarts, gpusReleasedByStop, workspaceExpirations,
 	}
 )
 

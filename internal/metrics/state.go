@@ -38,7 +38,7 @@ func SetSource(s *Source) { state.source.Store(s) }
 // when no workspace is in one.
 var WorkspacePhases = []workspacesv1.WorkspacePhase{
 	workspacesv1.PhasePending, workspacesv1.PhaseInstallingPrerequisites, workspacesv1.PhaseWaiting,
-	workspacesv1.PhaseDeploying, workspacesv1.PhaseRunning, workspacesv1.PhaseFailed, workspacesv1.PhaseDeleting,
+	workspacesv1.PhaseDeploying, workspacesv1.PhaseRunning, workspacesv1.PhaseStopped, workspacesv1.PhaseFailed, workspacesv1.PhaseDeleting,
 }
 
 // WaitingReasons are the reasons apiary_workspaces_waiting always reports:

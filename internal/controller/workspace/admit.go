@@ -25,6 +25,9 @@ import (
 // admission without a look at the cluster.
 func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
+	if w.stopping != "" {
+		return proceed, nil // halt gives the admission back
+	}
 	inForce := obj.Status.Admission
 	if inForce != nil && inForce.Cluster != w.cdKey.String() {
 		inForce = nil

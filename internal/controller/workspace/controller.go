@@ -33,7 +33,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
 
-// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments,verbs=get;list;watch;update;patch;delete
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch
@@ -88,6 +88,12 @@ type Reconciler struct {
 	// Sweeper removes the routes of deleted workspaces from regional
 	// clusters; a deletion asks it to look at its regional cluster.
 	Sweeper *routesink.Sweeper
+	// Clock is the lifecycle's clock (expiry, idle culling, the start
+	// queue); time.Now when nil.
+	Clock func() time.Time
+	// Activity reads workspaces' last activity for classes with an idle
+	// policy; idle culling is off when nil.
+	Activity ActivityReader
 
 	stores
 }
@@ -135,6 +141,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	conditions.Delete(obj, workspacesv1.ShardAssignedCondition)
 	defer func() {
 		obj.Status.Message = reconciler.Truncate(obj.Status.Message, reconciler.MaxConditionMessage)
+		if oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
+			result.RequeueAfter = sooner(result.RequeueAfter, r.markRunning(w))
+		}
 		status.Summarize(obj, retErr)
 		patchErr := reconciler.PatchStatus(ctx, sp, obj, false)
 		if patchErr != nil {
@@ -184,10 +193,13 @@ func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconci
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
 		r.resolveClass,
 		r.resolveCluster,
+		r.lifecycle,
 		r.resolveResources,
 		r.reconcilePrerequisites,
 		r.admit,
+		r.resume,
 		r.deploy,
+		r.halt,
 		r.observeRelease,
 		r.routeAccess,
 	}
@@ -233,6 +245,10 @@ type workspaceRun struct {
 	// waits are what the workspace waits for when the reconciliation ends
 	// (workspace_waits.go).
 	waits []wake.Topic
+	// stopping is why the workspace stops; empty when it runs.
+	stopping workspacesv1.StopReason
+	// starting is set when a stopped workspace is to run again.
+	starting bool
 }
 
 // stepResult ends the reconciliation when stop is set.
@@ -292,7 +308,7 @@ func (r *Reconciler) notifyHold(obj *workspacesv1.WorkspaceDeployment, oldReason
 // for deletion, as the exalsius operator emits them only for failures and
 // waits. One event per workspace on the happy path keeps its requests low.
 func quietPhase(p workspacesv1.WorkspacePhase) bool {
-	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying
+	return p == workspacesv1.PhasePending || p == workspacesv1.PhaseDeploying || p == workspacesv1.PhaseStopped
 }
 
 // workspaceOwner identifies a workspace to the delivery sink. It consents

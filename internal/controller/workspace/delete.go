@@ -92,6 +92,9 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 		r.Sweeper.Trigger(regional)
 	}
 	obj.Status.Message = "deleting the workspace's ServiceSet"
+	if err := r.unpause(ctx, obj); err != nil {
+		return ctrl.Result{}, err
+	}
 	var inv *commonv1.ResourceInventory
 	if obj.Status.Delivery != nil {
 		inv = obj.Status.Delivery.Inventory

@@ -75,7 +75,11 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 			return stopWith(0), err
 		}
 	}
-	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), set.Objects, d.Inventory)
+	objs := set.Objects
+	if w.stopping != "" {
+		objs = pauseServiceSet(obj, objs)
+	}
+	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), objs, d.Inventory)
 	reconciler.RecordApply(d, result)
 	var rev string
 	if g != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -81,7 +82,7 @@ func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admis
 // candidate's own, or a Waiting sibling's, read from the resources stamped
 // on its status.
 func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
-	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: s.CreationTimestamp.Time}
+	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s)}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
@@ -107,7 +108,7 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 // delivered reports whether objects were delivered for a workspace.
 func delivered(s *workspacesv1.WorkspaceDeployment) bool {
 	d := s.Status.Delivery
-	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0
+	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0 && !stopping(s)
 }
 
 // gpuVerdict turns a decision that is not Admit into the workspace's status.

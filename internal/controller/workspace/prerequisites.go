@@ -20,6 +20,9 @@ import (
 // install by a newer class among them) do not flip the workspace.
 func (r *Reconciler) reconcilePrerequisites(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
+	if w.stopping != "" {
+		return proceed, nil // a stopping workspace installs nothing
+	}
 	if len(w.class.Spec.Prerequisites) == 0 {
 		obj.Status.Prerequisites = nil
 		conditions.Delete(obj, workspacesv1.PrerequisitesMetCondition)

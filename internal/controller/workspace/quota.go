@@ -21,6 +21,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -158,10 +159,12 @@ func waitingCharge(v *workspacesv1.WorkspaceDeployment) quotav1alpha1.QuotaCharg
 	return req.Charge(metav1.Now())
 }
 
-// olderThan orders workspaces first come, first served: creation time, then UID.
+// olderThan orders workspaces first come, first served: the time they
+// queued (creation, or the start after a stop), then UID.
 func olderThan(a, b *workspacesv1.WorkspaceDeployment) bool {
-	if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-		return a.CreationTimestamp.Before(&b.CreationTimestamp)
+	qa, qb := lifecycle.QueuedAt(a), lifecycle.QueuedAt(b)
+	if !qa.Equal(qb) {
+		return qa.Before(qb)
 	}
 	return a.UID < b.UID
 }

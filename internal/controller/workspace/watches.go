@@ -257,8 +257,11 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 		return nil
 	}
 	var topics []wake.Topic
-	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() {
+	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil {
 		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n)))
+	}
+	if o.Status.Routes != nil && len(o.Status.Routes.Ports) > 0 && (n.Status.Routes == nil || len(n.Status.Routes.Ports) == 0) {
+		topics = append(topics, wake.Topic{Kind: waitPorts}) // a stopped workspace's ports
 	}
 	before, after := conditions.Get(o, workspacesv1.QuotaReservedCondition), conditions.Get(n, workspacesv1.QuotaReservedCondition)
 	if (before == nil) != (after == nil) || before != nil && before.Status != after.Status {

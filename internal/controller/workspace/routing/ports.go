@@ -46,11 +46,31 @@ func (r *Router) assignPorts(ctx context.Context, obj *workspacesv1.WorkspaceDep
 		claims, taken = append(claims, own...), t
 		break
 	}
+	// A workspace that stopped asks for the ports it held before, after
+	// every other claim: it gets those still free.
+	for _, c := range preferredPorts(obj, self) {
+		if !taken[c.Listener] {
+			claims = append(claims, c)
+		}
+	}
 	live := func(h types.NamespacedName) bool {
 		return !apierrors.IsNotFound(r.Get(ctx, h, &workspacesv1.WorkspaceDeployment{}))
 	}
 	return r.Ports.Assign(v.poolKey(), access.Request{Holder: self, Endpoints: tcp, Pool: v.tenant.Pool,
 		Claims: claims, Taken: taken, Live: live, Stripe: r.Stripe}), nil
+}
+
+// preferredPorts are the pool ports a workspace held before it stopped.
+func preferredPorts(obj *workspacesv1.WorkspaceDeployment, self types.NamespacedName) []access.Claim {
+	l := obj.Status.Lifecycle
+	if l == nil {
+		return nil
+	}
+	out := make([]access.Claim, 0, len(l.Ports))
+	for _, p := range l.Ports {
+		out = append(out, access.Claim{Holder: self, Endpoint: p.Endpoint, Listener: p.Listener})
+	}
+	return out
 }
 
 func inPool(pool []access.Listener, name string) bool {

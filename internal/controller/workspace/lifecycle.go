@@ -1,0 +1,231 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
+)
+
+// ActivityReader reads workspaces' last activity (lifecycle.ActivityReader).
+type ActivityReader = lifecycle.ActivityReader
+
+// fluxManagedLabel marks an object Flux's kustomize-controller applied;
+// deleting it would only make Flux create it again.
+const fluxManagedLabel = "kustomize.toolkit.fluxcd.io/name"
+
+// now is the lifecycle's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock()
+	}
+	return time.Now()
+}
+
+// lifecycleOf is the class's lifecycle; nil without a class or without one.
+func lifecycleOf(w *workspaceRun) *workspacesv1.ClassLifecycle {
+	if w.class == nil {
+		return nil
+	}
+	return w.class.Spec.Lifecycle
+}
+
+// lifecycle decides whether the workspace runs, stops or expires (package
+// lifecycle), and culls it when its class's idle policy says it is idle.
+// It reads nothing for a workspace without a lifecycle of its own or its
+// class's. A workspace to stop is stopped by halt, after its ServiceSet is
+// delivered paused; one that stopped before stops here, frozen: nothing is
+// resolved or delivered for it until it starts.
+func (r *Reconciler) lifecycle(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj, classLC := w.obj, lifecycleOf(w)
+	if obj.Spec.Lifecycle == nil && classLC == nil && obj.Status.Lifecycle == nil {
+		return proceed, nil
+	}
+	now := r.now()
+	v := lifecycle.Decide(lifecycle.Input{Now: now, Created: obj.CreationTimestamp.Time, Spec: obj.Spec.Lifecycle, Class: classLC})
+	r.markExpiry(obj, v, classLC)
+	if !v.Next.IsZero() {
+		w.retry = sooner(w.retry, v.Next.Sub(now)+time.Second)
+	}
+	switch v.Action {
+	case lifecycle.Delete:
+		return r.expireDelete(ctx, w)
+	case lifecycle.Stop:
+		return r.beginStop(ctx, w, v.Reason, now)
+	}
+	if stopping(obj) {
+		r.beginStart(w, now)
+		return proceed, nil
+	}
+	return r.cullIdle(ctx, w, now)
+}
+
+// stopping reports whether a workspace began to stop and has not started again.
+func stopping(obj *workspacesv1.WorkspaceDeployment) bool {
+	return obj.Status.Lifecycle != nil && obj.Status.Lifecycle.StopRequestedAt != nil
+}
+
+// lifecycleStatus is the workspace's status.lifecycle, made when missing.
+func lifecycleStatus(obj *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceLifecycleStatus {
+	if obj.Status.Lifecycle == nil {
+		obj.Status.Lifecycle = &workspacesv1.WorkspaceLifecycleStatus{}
+	}
+	return obj.Status.Lifecycle
+}
+
+// markExpiry records when the workspace expires and, from the class's
+// warning on, the ExpiresSoon condition with a Warning event when it turns
+// True.
+func (r *Reconciler) markExpiry(obj *workspacesv1.WorkspaceDeployment, v lifecycle.Verdict, classLC *workspacesv1.ClassLifecycle) {
+	if v.ExpiresAt.IsZero() {
+		if obj.Status.Lifecycle != nil {
+			obj.Status.Lifecycle.ExpiresAt = nil
+		}
+		conditions.Delete(obj, workspacesv1.ExpiresSoonCondition)
+		return
+	}
+	at := metav1.NewTime(v.ExpiresAt)
+	lifecycleStatus(obj).ExpiresAt = &at
+	if !v.ExpiresSoon {
+		conditions.Delete(obj, workspacesv1.ExpiresSoonCondition)
+		return
+	}
+	msg := fmt.Sprintf("the workspace expires at %s and will then be %s", v.ExpiresAt.UTC().Format(time.RFC3339),
+		map[workspacesv1.ExpiryPolicy]string{workspacesv1.ExpiryStop: "stopped", workspacesv1.ExpiryDelete: "deleted"}[lifecycle.Policy(classLC)])
+	if !conditions.IsTrue(obj, workspacesv1.ExpiresSoonCondition) && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.ExpiresSoonReason, "Expire", "%s", msg)
+	}
+	conditions.MarkTrue(obj, workspacesv1.ExpiresSoonCondition, workspacesv1.ExpiresSoonReason, "%s", msg)
+}
+
+// expireDelete deletes an expired workspace under the Delete policy. One
+// that Flux applied would come back, so it is stopped instead, and a
+// condition says why.
+func (r *Reconciler) expireDelete(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	if _, ok := obj.Labels[fluxManagedLabel]; ok {
+		conditions.MarkFalse(obj, workspacesv1.ExpiresSoonCondition, workspacesv1.ExpiryDeleteRefusedReason,
+			"the workspace expired; Flux applies it, so it is stopped instead of deleted: remove it from its source")
+		return r.beginStop(ctx, w, workspacesv1.StopExpired, r.now())
+	}
+	uid := obj.UID
+	err := r.Delete(ctx, obj.DeepCopy(), &client.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return stopWith(0), fmt.Errorf("deleting the expired workspace: %w", err)
+	}
+	if err == nil {
+		metrics.ObserveExpiry(string(workspacesv1.ExpiryDelete))
+		if r.EventRecorder != nil {
+			r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.ExpiredReason, "Expire",
+				"the workspace expired and is deleted (its class's expiryPolicy is Delete)")
+		}
+	}
+	return stopWith(0), nil
+}
+
+// beginStart queues a stopped (or stopping) workspace that is to run again:
+// its place in the queues for GPUs and quota is the time the start is first
+// seen, recorded once.
+func (r *Reconciler) beginStart(w *workspaceRun, now time.Time) {
+	l := lifecycleStatus(w.obj)
+	w.starting = true
+	if l.QueuedAt == nil || l.StopRequestedAt != nil && l.QueuedAt.Before(l.StopRequestedAt) {
+		at := metav1.NewTime(now)
+		l.QueuedAt = &at
+		w.obj.Status.Phase = workspacesv1.PhasePending
+		w.obj.Status.Message = "starting: the workspace queues for its GPUs and quota again"
+		if r.EventRecorder != nil {
+			r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.StartingReason, "Start", "%s", w.obj.Status.Message)
+		}
+	}
+}
+
+// cullIdle asks the class's activity source, at most once a check period,
+// when a running workspace was last active, and stops it (setting
+// spec.lifecycle.stopped, so that starting it again is the user's) once it
+// has been idle long enough. Nothing is read without an idle policy.
+func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Time) (stepResult, error) {
+	obj, classLC := w.obj, lifecycleOf(w)
+	if classLC == nil || classLC.Idle == nil || r.Activity == nil || obj.Status.Phase != workspacesv1.PhaseRunning {
+		return proceed, nil
+	}
+	l := lifecycleStatus(obj)
+	if l.RunningSince == nil {
+		return proceed, nil
+	}
+	period := lifecycle.CheckPeriod(classLC.Idle)
+	if l.ActivityCheckedAt != nil && now.Sub(l.ActivityCheckedAt.Time) < period {
+		w.retry = sooner(w.retry, period-now.Sub(l.ActivityCheckedAt.Time))
+		return proceed, nil
+	}
+	a := r.Activity.LastActivity(ctx, r.activityTarget(w, classLC.Idle))
+	checked := metav1.NewTime(now)
+	l.ActivityCheckedAt = &checked
+	if a.Known && (l.LastActivity == nil || a.Last.After(l.LastActivity.Time)) {
+		last := metav1.NewTime(a.Last)
+		l.LastActivity = &last
+	}
+	v := lifecycle.DecideIdle(classLC.Idle, now, l.RunningSince.Time, a)
+	w.retry = sooner(w.retry, v.Next.Sub(now))
+	if !v.Cull {
+		return proceed, nil
+	}
+	log.FromContext(ctx).Info("stopping an idle workspace", "idleFor", v.IdleFor.String())
+	patched := obj.DeepCopy()
+	if patched.Spec.Lifecycle == nil {
+		patched.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{}
+	}
+	patched.Spec.Lifecycle.Stopped = true
+	if err := r.Patch(ctx, patched, client.MergeFrom(obj), client.FieldOwner("apiary")); err != nil {
+		return stopWith(0), fmt.Errorf("stopping the idle workspace: %w", err)
+	}
+	obj.Spec.Lifecycle = patched.Spec.Lifecycle
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.IdleCulledReason, "Stop",
+			"the workspace was idle for %s (its class stops workspaces idle for %s); set spec.lifecycle.stopped to false to start it again",
+			v.IdleFor.Round(time.Second), classLC.Idle.After.Duration)
+	}
+	return r.beginStop(ctx, w, workspacesv1.StopIdle, now)
+}
+
+// activityTarget is what the activity source is asked about.
+func (r *Reconciler) activityTarget(w *workspaceRun, p *workspacesv1.IdlePolicy) lifecycle.ActivityTarget {
+	t := lifecycle.ActivityTarget{Workspace: types.NamespacedName{Namespace: w.obj.Namespace, Name: w.obj.Name}, Cluster: w.cdKey,
+		Namespace: childNamespace(w.obj.Name), Release: releaseName(w.obj), Policy: p}
+	if p.Source.Endpoint != nil {
+		for i := range w.class.Spec.AccessEndpoints {
+			if e := &w.class.Spec.AccessEndpoints[i]; e.Name == p.Source.Endpoint.Endpoint {
+				t.Endpoint = e
+			}
+		}
+	}
+	return t
+}
+
+// markRunning records when a workspace with a lifecycle reached Running:
+// idle culling counts its runtime from then, and first asks its source a
+// check period later (the delay returned).
+func (r *Reconciler) markRunning(w *workspaceRun) time.Duration {
+	classLC := lifecycleOf(w)
+	if w.obj.Spec.Lifecycle == nil && classLC == nil && w.obj.Status.Lifecycle == nil {
+		return 0
+	}
+	at := metav1.NewTime(r.now())
+	l := lifecycleStatus(w.obj)
+	l.RunningSince, l.LastActivity, l.ActivityCheckedAt = &at, nil, nil
+	if classLC != nil && classLC.Idle != nil && r.Activity != nil {
+		return lifecycle.CheckPeriod(classLC.Idle)
+	}
+	return 0
+}

@@ -1,0 +1,230 @@
+package workspace
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/crashpoint"
+	"github.com/apiaryhq/apiary/internal/metrics"
+	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/wake"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
+)
+
+// How a workspace stops and starts again (docs/lifecycle.md). Stopping
+// delivers the workspace's ServiceSet with k0rdent's pause annotation
+// (deploy, pauseServiceSet), so that its Sveltos profile runs no Helm
+// action, then scales the release's workload controllers on the child to
+// zero (package scaledown), gives back its GPU admission and quota charge,
+// and withdraws its routes (halt). Nothing is delivered for a stopped
+// workspace, so its values stay byte for byte what Helm last installed.
+// Starting queues it for GPUs and quota again, scales the controllers back
+// (resume), then delivers the ServiceSet without the pause.
+
+// beginStop records the intent to stop, then lets the steps deliver the
+// paused ServiceSet; a workspace that finished stopping goes straight to
+// halt, which only checks that its workloads stay scaled away.
+func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason workspacesv1.StopReason, now time.Time) (stepResult, error) {
+	obj := w.obj
+	l := lifecycleStatus(obj)
+	w.stopping = reason
+	if l.StopRequestedAt == nil {
+		at := metav1.NewTime(now)
+		l.StopRequestedAt, l.StopReason, l.StoppedAt = &at, reason, nil
+		obj.Status.Phase = workspacesv1.PhaseStopped
+		obj.Status.Message = fmt.Sprintf("stopping (%s): pausing the release, then scaling its workloads to zero", reason)
+		if reason == workspacesv1.StopExpired {
+			metrics.ObserveExpiry(string(workspacesv1.ExpiryStop))
+		}
+		// The intent is written before anything changes, so that a restart
+		// finishes the stop.
+		if err := w.persist(ctx); err != nil {
+			return stopWith(0), fmt.Errorf("recording the stop: %w", err)
+		}
+		crashpoint.Reach(crashpoint.WorkspaceStopRequested)
+	}
+	if reason == workspacesv1.StopExpired {
+		l.StopReason = reason // expiry holds it stopped, whatever stopped it first
+	}
+	if l.StoppedAt != nil {
+		return r.halt(ctx, w)
+	}
+	return proceed, nil
+}
+
+// pauseServiceSet adds k0rdent's pause annotation to the workspace's
+// ServiceSet among rendered objects; the renderer's objects are not changed.
+func pauseServiceSet(obj *workspacesv1.WorkspaceDeployment, objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	copy(out, objs)
+	name := serviceSetName(obj)
+	for i, o := range out {
+		if o.GetKind() != "ServiceSet" || o.GetName() != name {
+			continue
+		}
+		o = o.DeepCopy()
+		a := o.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		a[k0rdentv1beta1.ServiceSetPausedAnnotation] = "true"
+		o.SetAnnotations(a)
+		out[i] = o
+	}
+	return out
+}
+
+// halt finishes a stop once the paused ServiceSet is delivered: the
+// release's workloads go to zero on the child, then the GPU admission, the
+// quota charge and the routes are given back. A workspace that stopped
+// before is checked again: workloads something scaled up (a Helm upgrade)
+// go back to zero, with a Warning.
+func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	if w.stopping == "" {
+		return proceed, nil
+	}
+	l := lifecycleStatus(obj)
+	cc, err := r.Children.Client(ctx, w.cdKey)
+	if err != nil {
+		obj.Status.Message = fmt.Sprintf("stopping: waiting for access to the child cluster: %s", err)
+		w.waitFor(clusterTopic(waitChild, w.cdKey))
+		return stopWith(30 * time.Second), nil
+	}
+	res, err := scaledown.Stop(ctx, cc, childNamespace(obj.Name), releaseName(obj))
+	if err != nil {
+		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
+	}
+	crashpoint.Reach(crashpoint.WorkspaceStopScaled)
+	if l.StoppedAt != nil && res.Reverted > 0 && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
+			"%d workload(s) of the stopped workspace were scaled up again; scaled back to zero", res.Reverted)
+	}
+	gpus, resource, err := r.giveBack(ctx, w)
+	if err != nil {
+		return stopWith(0), err
+	}
+	if done, err := r.withdrawRoutes(ctx, w); err != nil || !done {
+		return stopWith(5 * time.Second), err
+	}
+	conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.StoppedReason,
+		"the release's workloads are scaled to zero; its volumes are kept")
+	obj.Status.Phase = workspacesv1.PhaseStopped
+	obj.Status.Message = "Workspace is stopped; its namespace and volumes are kept"
+	if l.StoppedAt == nil {
+		at := metav1.NewTime(r.now())
+		l.StoppedAt = &at
+		metrics.ObserveStop(string(l.StopReason), w.cdKey.String(), resource, gpus)
+		if r.EventRecorder != nil {
+			r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StoppedReason, "Stop",
+				"the workspace stopped (%s): %d workload(s) scaled to zero, %d GPU(s) given back; its namespace and volumes are kept",
+				l.StopReason, res.Scaled, gpus)
+		}
+	}
+	return stopWith(0), nil
+}
+
+// giveBack releases the workspace's GPU admission and quota charges; the
+// waiting workspaces are woken by the status change (siblingChanged) and
+// the quotas' (quotaWaiters).
+func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) (int64, string, error) {
+	obj := w.obj
+	a := obj.Status.Admission
+	if a == nil {
+		return 0, "", nil
+	}
+	if r.Ledger != nil {
+		if err := r.Ledger.ReleaseAll(ctx, obj.UID); err != nil {
+			return 0, "", fmt.Errorf("giving back the workspace's quota: %w", err)
+		}
+	}
+	crashpoint.Reach(crashpoint.WorkspaceStopReleased)
+	gpus := resources.SatMul(a.GPUsPerReplica, int64(a.Replicas))
+	obj.Status.Admission = nil
+	r.gate.forget(w.cdKey, obj.UID)
+	conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
+	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+	return gpus, a.ResourceName, nil
+}
+
+// withdrawRoutes deletes the workspace's routes and frees its pool ports,
+// remembering them to ask for again when it starts; its host names follow
+// from its name and come back with it.
+func (r *Reconciler) withdrawRoutes(ctx context.Context, w *workspaceRun) (bool, error) {
+	obj := w.obj
+	if rs := obj.Status.Routes; rs != nil && len(rs.Ports) > 0 {
+		lifecycleStatus(obj).Ports = append([]workspacesv1.PortAssignment(nil), rs.Ports...)
+	}
+	done, err := r.routing.Drop(ctx, obj)
+	if err != nil {
+		return false, fmt.Errorf("withdrawing the workspace's routes: %w", err)
+	}
+	if !done {
+		w.waitFor(wake.Topic{Kind: waitSync})
+		return false, nil
+	}
+	obj.Status.Access = nil
+	conditions.Delete(obj, workspacesv1.RoutesReadyCondition)
+	return true, nil
+}
+
+// resume scales a starting workspace's workloads back, once it is admitted
+// again; deploy then delivers its ServiceSet without the pause.
+func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	if !w.starting {
+		return proceed, nil
+	}
+	cc, err := r.Children.Client(ctx, w.cdKey)
+	if err != nil {
+		pending(obj, "starting: waiting for access to the child cluster: %s", err)
+		w.waitFor(clusterTopic(waitChild, w.cdKey))
+		return stopWith(30 * time.Second), nil
+	}
+	res, err := scaledown.Start(ctx, cc, childNamespace(obj.Name), releaseName(obj))
+	if err != nil {
+		return stopWith(0), fmt.Errorf("scaling the workspace's workloads back: %w", err)
+	}
+	crashpoint.Reach(crashpoint.WorkspaceStartScaled)
+	l := lifecycleStatus(obj)
+	l.StopRequestedAt, l.StoppedAt, l.StopReason = nil, nil, ""
+	metrics.ObserveStart()
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StartingReason, "Start",
+			"the workspace was admitted again: %d workload(s) scaled back", res.Restored)
+	}
+	obj.Status.Phase = workspacesv1.PhaseDeploying
+	obj.Status.Message = "starting: delivering the workspace's ServiceSet without the pause"
+	return proceed, nil
+}
+
+// unpause removes k0rdent's pause from a deleted workspace's ServiceSet: a
+// paused profile never runs its deletion, and k0rdent would hold the
+// ServiceSet forever. It patches the live object (in Git mode too, where
+// the commit that removes it is already made).
+func (r *Reconciler) unpause(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) error {
+	ss := &k0rdentv1beta1.ServiceSet{}
+	key := client.ObjectKey{Namespace: plan.ClusterKey(obj).Namespace, Name: serviceSetName(obj)}
+	if err := r.Get(ctx, key, ss); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if _, ok := ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation]; !ok {
+		return nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k0rdentv1beta1.ServiceSetPausedAnnotation))
+	if err := r.Patch(ctx, ss, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("unpausing ServiceSet %s: %w", key, err)
+	}
+	return nil
+}
