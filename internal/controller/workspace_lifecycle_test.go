@@ -178,7 +178,8 @@ func TestWorkspaceStopWithdrawsURLsAndStartGivesThemBack(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 }
 
-// TestWorkspaceDeletedWhileStopped: deleting a stopped workspace lifts
+// TestWorkspaceDeletedWhileStopped: a stopped workspace scales away what a
+// Helm upgrade brings back; deleting it lifts
 // k0rdent's pause first (a paused profile never runs its deletion), so the
 // release, its volume claim and the ServiceSet go.
 func TestWorkspaceDeletedWhileStopped(t *testing.T) {
@@ -191,6 +192,21 @@ func TestWorkspaceDeletedWhileStopped(t *testing.T) {
 	eventuallyRunning(t, key)
 	setStopped(t, key, true)
 	w := eventuallyStopped(t, key)
+
+	// A Helm upgrade would reset the pinned replicas: a stopped workspace
+	// scales them away again at its next reconcile, with a Warning.
+	g.Eventually(func(g Gomega) {
+		d := readHubRelease(g, w).deployment
+		d.Spec.Replicas = ptr.To[int32](1)
+		g.Expect(childClient.Update(ctx, d)).To(Succeed())
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	poke(t, key)
+	g.Eventually(func(g Gomega) {
+		g.Expect(*readHubRelease(g, w).deployment.Spec.Replicas).To(BeZero())
+		g.Expect(readHubRelease(g, w).deployment.Annotations).To(HaveKeyWithValue(scaledown.ReplicasAnnotation, "1"))
+		g.Expect(eventReasons(g, ns, key.Name)).To(ContainElement(workspacesv1.StopRevertedReason))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
 	deleteWorkspace(t, key)
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-" + key.Name}, &k0rdentv1beta1.ServiceSet{}))

@@ -38,6 +38,9 @@ func childNamespace(workspace string) string { return plan.ChildNamespace(worksp
 // and relabelled when its mesh labels do (e.g. a new --workspace-mesh-mode).
 func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
+	if w.stopping != "" && !everDelivered(obj) {
+		return proceed, nil // nothing to pause
+	}
 	set, problem, err := r.desired.Desired(ctx, desired.Input{Obj: obj, Class: w.class, CDKey: w.cdKey,
 		Resolved: w.resolved, Selector: w.selector, Demand: w.demand})
 	switch {
@@ -174,6 +177,12 @@ func serviceSetDigest(obj *workspacesv1.WorkspaceDeployment, objs []*unstructure
 		}
 	}
 	return ""
+}
+
+// everDelivered reports whether the sink holds objects of the workspace.
+func everDelivered(obj *workspacesv1.WorkspaceDeployment) bool {
+	d := obj.Status.Delivery
+	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0
 }
 
 func shortDigest(d string) string {

@@ -105,10 +105,10 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	return out
 }
 
-// delivered reports whether objects were delivered for a workspace.
+// delivered reports whether objects were delivered for a workspace and run:
+// a stopping or stopped workspace's workloads are scaled away.
 func delivered(s *workspacesv1.WorkspaceDeployment) bool {
-	d := s.Status.Delivery
-	return d != nil && d.Inventory != nil && len(d.Inventory.Entries) > 0 && !stopping(s)
+	return everDelivered(s) && !stopping(s)
 }
 
 // gpuVerdict turns a decision that is not Admit into the workspace's status.

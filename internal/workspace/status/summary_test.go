@@ -55,6 +55,16 @@ func TestSummarize(t *testing.T) {
 				conditions.MarkFalse(w, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaExceededReason, "x")
 			},
 			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.QuotaExceededReason, keepsFailureContext: true}},
+		{name: "stopping is progress", phase: workspacesv1.PhaseStopped,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				w.Status.Lifecycle = &workspacesv1.WorkspaceLifecycleStatus{StopRequestedAt: &now}
+			},
+			want: want{ready: "False", reconciling: "True", readyReason: workspacesv1.StoppingReason, keepsFailureContext: true}},
+		{name: "stopped is the state asked for", phase: workspacesv1.PhaseStopped,
+			setup: func(w *workspacesv1.WorkspaceDeployment) {
+				w.Status.Lifecycle = &workspacesv1.WorkspaceLifecycleStatus{StopRequestedAt: &now, StoppedAt: &now}
+			},
+			want: want{ready: "True", readyReason: workspacesv1.StoppedReason, keepsFailureContext: true}},
 		{name: "deploying clears a failure", phase: workspacesv1.PhaseDeploying,
 			want: want{ready: "False", reconciling: "True", readyReason: string(workspacesv1.PhaseDeploying)}},
 		{name: "failed reads its stalled reason", phase: workspacesv1.PhaseFailed,
