@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -156,4 +157,26 @@ func expectScaledAway(g Gomega, w *workspacesv1.WorkspaceDeployment) {
 	g.Expect(*rel.deployment.Spec.Replicas).To(BeZero())
 	g.Expect(rel.deployment.Annotations).To(HaveKeyWithValue(scaledown.ReplicasAnnotation, "1"))
 	g.Expect(serviceSetOf(g, w).Annotations).To(HaveKey(k0rdentv1beta1.ServiceSetPausedAnnotation))
+}
+
+// counterValue sums an Apiary counter over the series whose labels carry
+// the given values.
+func counterValue(name string, labels map[string]string) float64 {
+	families, _ := ctrlmetrics.Registry.Gather()
+	sum := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	series:
+		for _, m := range f.GetMetric() {
+			for k, v := range labels {
+				if labelValue(m, k) != v {
+					continue series
+				}
+			}
+			sum += m.GetCounter().GetValue()
+		}
+	}
+	return sum
 }

@@ -57,8 +57,11 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 	keyB := createWorkspace(t, gpuWorkspace(ns, uniq(ns, "b"), class.Name, "c1", model, 1))
 	eventuallyPhase(t, keyB, workspacesv1.PhaseWaiting)
 
+	given := map[string]string{"cluster_deployment": ns + "/c1", "resource": "nvidia.com/gpu", "reason": "Requested"}
+	givenBefore := counterValue("apiary_gpus_released_by_stop_total", given)
 	setStopped(t, keyA, true)
 	stopped := eventuallyStopped(t, keyA)
+	g.Expect(counterValue("apiary_gpus_released_by_stop_total", given)-givenBefore).To(BeEquivalentTo(1), "one GPU given back")
 	g.Expect(stopped.Status.Admission).To(BeNil(), "the GPU admission is given back")
 	g.Expect(stopped.Status.Lifecycle.StopReason).To(Equal(workspacesv1.StopRequested))
 	g.Expect(stopped.Status.Access).To(BeEmpty())
@@ -244,8 +247,13 @@ func TestWorkspaceExpiry(t *testing.T) {
 				g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
 			}, timeout, 200*time.Millisecond).Should(Succeed())
 
+			expired := map[string]string{"policy": string(policy)}
+			expiredBefore := counterValue("apiary_workspace_expirations_total", expired)
 			skewClock(t, 61*time.Minute)
 			poke(t, key)
+			g.Eventually(func() float64 {
+				return counterValue("apiary_workspace_expirations_total", expired) - expiredBefore
+			}, timeout, 200*time.Millisecond).Should(BeEquivalentTo(1))
 			if policy == workspacesv1.ExpiryDelete {
 				g.Eventually(func() bool {
 					return apierrors.IsNotFound(env.Client.Get(ctx, key, &workspacesv1.WorkspaceDeployment{}))
@@ -296,6 +304,7 @@ func TestWorkspaceIdleCulling(t *testing.T) {
 	}, time.Second, 200*time.Millisecond).Should(Succeed(), "minRuntime not reached")
 
 	// Three hours in, idle since the start: culled; the unknown one is kept.
+	culls := counterValue("apiary_workspace_stops_total", map[string]string{"reason": "Idle"})
 	skewClock(t, 3*time.Hour)
 	for _, k := range []client.ObjectKey{keySleepy, keyUnknown, keyPlain} {
 		poke(t, k)
@@ -303,6 +312,7 @@ func TestWorkspaceIdleCulling(t *testing.T) {
 	w := eventuallyStopped(t, keySleepy)
 	g.Expect(w.Status.Lifecycle.StopReason).To(Equal(workspacesv1.StopIdle))
 	g.Expect(w.Spec.Lifecycle.Stopped).To(BeTrue(), "starting it again is the user's")
+	g.Expect(counterValue("apiary_workspace_stops_total", map[string]string{"reason": "Idle"}) - culls).To(BeEquivalentTo(1))
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ns, keySleepy.Name)).To(ContainElement(workspacesv1.IdleCulledReason))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
