@@ -52,6 +52,12 @@ func TestTwoShardsSplitTheClusters(t *testing.T) {
 	ws = append(ws, f.workspace(t, "w-extra", f.clusters()[0]))
 	running(t, ws...)
 	f.expectHeldAsDesired(t, 2)
+	// Stopped and started again, each workspace gives back its GPU and gets
+	// one again through the shard that holds its cluster.
+	setStopped(t, true, ws[:4]...)
+	phase(t, workspacesv1.PhaseStopped, ws[:4]...)
+	setStopped(t, false, ws[:4]...)
+	running(t, ws...)
 
 	actors := rec.actors(start)
 	for _, u := range f.units {
@@ -289,4 +295,33 @@ func condition(w *workspacesv1.WorkspaceDeployment, typ string) *metav1.Conditio
 		}
 	}
 	return nil
+}
+
+// setStopped asks for workspaces to be stopped, or started again.
+func setStopped(t *testing.T, stopped bool, ws ...*workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	for _, w := range ws {
+		NewWithT(t).Eventually(func() error {
+			got := &workspacesv1.WorkspaceDeployment{}
+			if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got); err != nil {
+				return err
+			}
+			got.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: stopped}
+			return env.Client.Update(context.Background(), got)
+		}, timeout, 100*time.Millisecond).Should(Succeed())
+	}
+}
+
+// phase waits for workspaces to reach a phase with their admission given
+// back (Stopped) or held (any other phase).
+func phase(t *testing.T, want workspacesv1.WorkspacePhase, ws ...*workspacesv1.WorkspaceDeployment) {
+	t.Helper()
+	for _, w := range ws {
+		NewWithT(t).Eventually(func(g Gomega) {
+			got := &workspacesv1.WorkspaceDeployment{}
+			g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), got)).To(Succeed())
+			g.Expect(got.Status.Phase).To(Equal(want), "%s: %s", w.Name, got.Status.Message)
+			g.Expect(got.Status.Admission == nil).To(Equal(want == workspacesv1.PhaseStopped))
+		}, timeout, 200*time.Millisecond).Should(Succeed())
+	}
 }
