@@ -24,9 +24,11 @@ var (
 	}, []string{"policy"})
 )
 
-// ObserveStop counts a workspace that finished stopping, and the GPUs it gave back.
-func ObserveStop(reason, cluster, resource string, gpus int64) {
-	workspaceStops.WithLabelValues(reason).Inc()
+// ObserveStop counts a workspace that finished stopping.
+func ObserveStop(reason string) { workspaceStops.WithLabelValues(reason).Inc() }
+
+// ObserveGPUsReleased counts the GPUs a stopping workspace gave back.
+func ObserveGPUsReleased(reason, cluster, resource string, gpus int64) {
 	if gpus > 0 {
 		gpusReleasedByStop.WithLabelValues(cluster, resource, reason).Add(float64(gpus))
 	}

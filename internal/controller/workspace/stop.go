@@ -39,25 +39,29 @@ func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason work
 	obj := w.obj
 	l := lifecycleStatus(obj)
 	w.stopping = reason
-	if l.StopRequestedAt == nil {
+	expired := reason == workspacesv1.StopExpired && l.StopReason != reason
+	first := l.StopRequestedAt == nil
+	switch {
+	case first:
 		at := metav1.NewTime(now)
-		l.StopRequestedAt, l.StopReason, l.StoppedAt = &at, reason, nil
+		l.StopRequestedAt, l.StoppedAt, l.StopReason = &at, nil, reason
 		obj.Status.Phase = workspacesv1.PhaseStopped
 		obj.Status.Message = fmt.Sprintf("stopping (%s): pausing the release, then scaling its workloads to zero", reason)
-		if reason == workspacesv1.StopExpired {
-			metrics.ObserveExpiry(string(workspacesv1.ExpiryStop))
-		}
+	case expired:
+		l.StopReason = reason // expiry holds it stopped, whatever stopped it first
+	}
+	if expired {
+		metrics.ObserveExpiry(string(workspacesv1.ExpiryStop))
+	}
+	if first {
 		// The intent is written before anything changes, so that a restart
-		// finishes the stop.
+		// finishes the stop. The write replaces the status: l is read again.
 		if err := w.persist(ctx); err != nil {
 			return stopWith(0), fmt.Errorf("recording the stop: %w", err)
 		}
 		crashpoint.Reach(crashpoint.WorkspaceStopRequested)
 	}
-	if reason == workspacesv1.StopExpired {
-		l.StopReason = reason // expiry holds it stopped, whatever stopped it first
-	}
-	if l.StoppedAt != nil {
+	if l = lifecycleStatus(obj); l.StoppedAt != nil {
 		return r.halt(ctx, w)
 	}
 	return proceed, nil
@@ -111,8 +115,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
 			"%d workload(s) of the stopped workspace were scaled up again; scaled back to zero", res.Reverted)
 	}
-	gpus, resource, err := r.giveBack(ctx, w)
-	if err != nil {
+	if err := r.giveBack(ctx, w); err != nil {
 		return stopWith(0), err
 	}
 	if done, err := r.withdrawRoutes(ctx, w); err != nil || !done {
@@ -125,37 +128,38 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 	if l.StoppedAt == nil {
 		at := metav1.NewTime(r.now())
 		l.StoppedAt = &at
-		metrics.ObserveStop(string(l.StopReason), w.cdKey.String(), resource, gpus)
+		metrics.ObserveStop(string(l.StopReason))
 		if r.EventRecorder != nil {
 			r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StoppedReason, "Stop",
-				"the workspace stopped (%s): %d workload(s) scaled to zero, %d GPU(s) given back; its namespace and volumes are kept",
-				l.StopReason, res.Scaled, gpus)
+				"the workspace stopped (%s): its workloads are scaled to zero and its GPUs, quota and URLs given back; its namespace and volumes are kept",
+				l.StopReason)
 		}
 	}
 	return stopWith(0), nil
 }
 
-// giveBack releases the workspace's GPU admission and quota charges; the
-// waiting workspaces are woken by the status change (siblingChanged) and
-// the quotas' (quotaWaiters).
-func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) (int64, string, error) {
+// giveBack releases the workspace's GPU admission and quota charges, and
+// counts the GPUs; the waiting workspaces are woken by the status change
+// (siblingChanged) and the quotas' (quotaWaiters).
+func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) error {
 	obj := w.obj
 	a := obj.Status.Admission
 	if a == nil {
-		return 0, "", nil
+		return nil
 	}
 	if r.Ledger != nil {
 		if err := r.Ledger.ReleaseAll(ctx, obj.UID); err != nil {
-			return 0, "", fmt.Errorf("giving back the workspace's quota: %w", err)
+			return fmt.Errorf("giving back the workspace's quota: %w", err)
 		}
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopReleased)
-	gpus := resources.SatMul(a.GPUsPerReplica, int64(a.Replicas))
 	obj.Status.Admission = nil
 	r.gate.forget(w.cdKey, obj.UID)
 	conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
-	return gpus, a.ResourceName, nil
+	metrics.ObserveGPUsReleased(string(lifecycleStatus(obj).StopReason), w.cdKey.String(), a.ResourceName,
+		resources.SatMul(a.GPUsPerReplica, int64(a.Replicas)))
+	return nil
 }
 
 // withdrawRoutes deletes the workspace's routes and frees its pool ports,
