@@ -26,7 +26,7 @@ import (
 // TestWorkspaceStopStartThroughGit stops and starts a workspace of a
 // hub-shaped chart in Git mode. Stopping commits its ServiceSet with
 // k0rdent's pause and scales nothing until Flux applied that commit (Flux
-// is held meanwhile); then the Deployment
+// is held meanwhile: the workspace reads as stopping); then the Deployment
 // goes to zero, its volume claim stays, and the workspace is Stopped and
 // Ready. Starting commits the ServiceSet without the pause and scales the
 // Deployment back. Deleting it while stopped lifts the live pause, so that
@@ -74,6 +74,11 @@ func TestWorkspaceStopStartThroughGit(t *testing.T) {
 		g.Expect(committedAnnotations(t, file)).To(HaveKeyWithValue(k0rdentv1beta1.ServiceSetPausedAnnotation, "true"))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	g.Consistently(func(g Gomega) {
+		cur := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(w), cur)).To(Succeed())
+		g.Expect(cur.Status.Phase).To(Equal(workspacesv1.PhaseStopped), "stopping: %s", cur.Status.Message)
+		g.Expect(apimeta.FindStatusCondition(cur.Status.Conditions, commonv1.ReconcilingCondition)).To(
+			HaveField("Reason", workspacesv1.StoppingReason))
 		d, _ := rel.read(g)
 		g.Expect(*d.Spec.Replicas).To(BeEquivalentTo(1), "nothing is scaled before Flux applied the pause")
 	}, time.Second, 200*time.Millisecond).Should(Succeed())
