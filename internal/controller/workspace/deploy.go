@@ -110,9 +110,9 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 	return r.awaitSync(ctx, w, g, d, rev)
 }
 
-// awaitSync holds a Git-delivered workspace in Deploying until Flux applied
-// the commit holding its objects; the sink's notices and the Kustomization
-// watch bring it back, so nothing polls.
+// awaitSync holds a Git-delivered workspace in Deploying (Stopped while it
+// stops) until Flux applied the commit holding its objects; the sink's
+// notices and the Kustomization watch bring it back, so nothing polls.
 func (r *Reconciler) awaitSync(ctx context.Context, w *workspaceRun, g reconciler.GitReadback, d *commonv1.DeliveryStatus, rev string) (stepResult, error) {
 	obj := w.obj
 	if g == nil {
@@ -124,6 +124,11 @@ func (r *Reconciler) awaitSync(ctx context.Context, w *workspaceRun, g reconcile
 	if reason, msg, pending := reconciler.GitPending(obj); pending {
 		obj.Status.Phase = workspacesv1.PhaseDeploying
 		obj.Status.Message = fmt.Sprintf("%s: %s", reason, msg)
+		if w.stopping != "" {
+			// The commit holds the pause: the workspace is stopping.
+			obj.Status.Phase = workspacesv1.PhaseStopped
+			obj.Status.Message = fmt.Sprintf("stopping (%s): %s: %s", w.stopping, reason, msg)
+		}
 		w.waitFor(wake.Topic{Kind: waitSync})
 		return stopWith(0), nil
 	}
