@@ -53,6 +53,12 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 	var before hubRelease
 	g.Eventually(func(g Gomega) { before = readHubRelease(g, running) }, timeout, 200*time.Millisecond).Should(Succeed())
 	g.Expect(*before.deployment.Spec.Replicas).To(BeEquivalentTo(1))
+	var runningSpec k0rdentv1beta1.ServiceSetSpec
+	g.Eventually(func(g Gomega) {
+		runningSpec = serviceSetOf(g, running).Spec
+		g.Expect(runningSpec.Services).To(HaveLen(1))
+		g.Expect(runningSpec.Services[0].Values).To(ContainSubstring(`"gpuVendor":"NVIDIA"`))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
 	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
 	keyB := createWorkspace(t, gpuWorkspace(ns, uniq(ns, "b"), class.Name, "c1", model, 1))
 	eventuallyPhase(t, keyB, workspacesv1.PhaseWaiting)
@@ -70,6 +76,7 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 		rel := readHubRelease(g, stopped)
 		g.Expect(rel.pvc.UID).To(Equal(before.pvc.UID), "the volume claim is kept")
 		g.Expect(rel.namespace.UID).To(Equal(before.namespace.UID), "the namespace is kept")
+		g.Expect(serviceSetOf(g, stopped).Spec).To(Equal(runningSpec), "the pause changes no value (the GPU vendor stays)")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	eventuallyRunning(t, keyB)
 	g.Eventually(func(g Gomega) {

@@ -26,7 +26,10 @@ import (
 func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
 	if w.stopping != "" {
-		return proceed, nil // halt gives the admission back
+		// halt gives the admission back. The vendor found for it stays in
+		// the values: the paused ServiceSet must be the one Helm installed.
+		stampPreviousVendor(w)
+		return proceed, nil
 	}
 	inForce := obj.Status.Admission
 	if inForce != nil && inForce.Cluster != w.cdKey.String() {
