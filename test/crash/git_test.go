@@ -221,7 +221,7 @@ func (f *fleet) committed(g Gomega, rig *gitRig, colony []string) int {
 	ctx := context.Background()
 	head, err := rig.head()
 	g.Expect(err).NotTo(HaveOccurred())
-	applied, ready, err := fluxApplied(ctx)
+	applied, ready, err := rig.fluxApplied(ctx)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ready).To(BeTrue(), "the Kustomization is Ready")
 	g.Expect(applied).To(HaveSuffix(head), "Flux applied the head")

@@ -4,13 +4,21 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 )
 
 // historyFigures is what checkHistory found.
 type historyFigures struct {
 	commits, pushes, filesChanged int
-	problems                      []string
+	// pauses are the writes that only added or removed k0rdent's pause.
+	pauses   int
+	problems []string
 }
 
 // checkHistory checks the repository as a reviewer would after the kills:
@@ -18,7 +26,8 @@ type historyFigures struct {
 // root); no commit is empty (its tree equals its parent's); no file
 // content was committed twice at a path (a file written again after it
 // changed or went: a duplicate write or a resurrected object; the
-// generated kustomization.yaml files are left out); and every move of the
+// generated kustomization.yaml files are left out, and so is a ServiceSet
+// that a stop paused and a start unpaused again); and every move of the
 // branch the server's update hook saw was a fast forward (no force push).
 func (rig *gitRig) checkHistory() (historyFigures, error) {
 	var f historyFigures
@@ -79,13 +88,17 @@ func (rig *gitRig) checkHistory() (historyFigures, error) {
 }
 
 // checkRewrites walks the history oldest first and reports a file content
-// committed a second time at the same path.
+// committed a second time at the same path, unless the content it replaced
+// differs from it only by k0rdent's pause annotation: a workspace's stop
+// pauses its ServiceSet, its start lifts the pause, which is the content
+// before the stop.
 func (rig *gitRig) checkRewrites(f *historyFigures, problem func(string, ...any)) error {
 	out, err := rig.git("log", "--reverse", "--raw", "--no-abbrev", "--no-renames", "--format=commit %H", gitBranch, "--", gitPath)
 	if err != nil {
 		return err
 	}
 	seen := map[string]map[string]string{} // path -> blob -> commit
+	last := map[string]string{}            // path -> blob now, "" when deleted
 	commit := ""
 	for _, line := range strings.Split(out, "\n") {
 		if c, ok := strings.CutPrefix(line, "commit "); ok {
@@ -105,17 +118,52 @@ func (rig *gitRig) checkRewrites(f *historyFigures, problem func(string, ...any)
 		}
 		f.filesChanged++
 		blob, status := fields[3], fields[4]
+		prev := last[path]
 		if status == "D" {
+			last[path] = ""
 			continue
 		}
+		last[path] = blob
 		if seen[path] == nil {
 			seen[path] = map[string]string{}
 		}
 		if first, dup := seen[path][blob]; dup {
+			if pause, err := rig.onlyPauseDiffers(prev, blob); err != nil {
+				return err
+			} else if pause {
+				f.pauses++
+				continue
+			}
 			problem("%s was written again in commit %s with the content of commit %s", path, commit, first)
 			continue
 		}
 		seen[path][blob] = commit
 	}
 	return nil
+}
+
+// onlyPauseDiffers reports whether two blobs are the same object but for
+// k0rdent's pause annotation (and the applied digest, which digests it).
+func (rig *gitRig) onlyPauseDiffers(a, b string) (bool, error) {
+	if a == "" || a == b {
+		return false, nil
+	}
+	var objs [2]map[string]any
+	for i, blob := range []string{a, b} {
+		out, err := rig.git("cat-file", "blob", blob)
+		if err != nil {
+			return false, err
+		}
+		if err := yaml.Unmarshal([]byte(out), &objs[i]); err != nil {
+			return false, nil // not one object: no pause to compare
+		}
+		md, _ := objs[i]["metadata"].(map[string]any)
+		ann, _ := md["annotations"].(map[string]any)
+		delete(ann, k0rdentv1beta1.ServiceSetPausedAnnotation)
+		delete(ann, canon.AnnotationAppliedDigest)
+		if md != nil && len(ann) == 0 {
+			delete(md, "annotations")
+		}
+	}
+	return reflect.DeepEqual(objs[0], objs[1]), nil
 }

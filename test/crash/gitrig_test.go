@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,7 +39,13 @@ type gitRig struct {
 	flux   *testenv.Flux
 	// bare is the repository on disk; refLog the hook's log.
 	bare, refLog string
+	// name is the GitRepository's and the Kustomization's.
+	name string
 }
+
+// rigs counts the rigs started, so that each has its own folders and Flux
+// objects: a stopped rig's Kustomization keeps its finalizer.
+var rigs atomic.Int32
 
 // updateHook logs "<old> <new> ff|FORCE" for every branch update of a push.
 const updateHook = `#!/bin/sh
@@ -54,13 +61,18 @@ exit 0
 func startGitRig(t testing.TB) *gitRig {
 	t.Helper()
 	ctx := context.Background()
-	root := filepath.Join(workDir, "git")
+	name, dir := fluxName, workDir
+	if n := rigs.Add(1); n > 1 {
+		name = fmt.Sprintf("%s-%d", fluxName, n)
+		dir = filepath.Join(workDir, name)
+	}
+	root := filepath.Join(dir, "git")
 	server, err := testenv.StartGitServer(root)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = server.Stop() })
-	rig := &gitRig{server: server, bare: filepath.Join(root, repoName), refLog: filepath.Join(workDir, "ref-updates.log")}
+	rig := &gitRig{server: server, bare: filepath.Join(root, repoName), refLog: filepath.Join(dir, "ref-updates.log"), name: name}
 	if err := server.InitRepo(repoName, gitBranch); err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +92,7 @@ func startGitRig(t testing.TB) *gitRig {
 	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fluxNS}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	objs, err := testenv.FluxSync{Namespace: fluxNS, Name: fluxName, URL: server.RepoURL(repoName), Branch: gitBranch, Path: gitPath}.Objects()
+	objs, err := testenv.FluxSync{Namespace: fluxNS, Name: name, URL: server.RepoURL(repoName), Branch: gitBranch, Path: gitPath}.Objects()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +102,7 @@ func startGitRig(t testing.TB) *gitRig {
 		}
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), o) })
 	}
-	if rig.flux, err = testenv.StartFlux(ctx, env, testenv.FluxOptions{Namespace: fluxNS, Dir: filepath.Join(workDir, "flux")}); err != nil {
+	if rig.flux, err = testenv.StartFlux(ctx, env, testenv.FluxOptions{Namespace: fluxNS, Dir: filepath.Join(dir, "flux")}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -108,8 +120,8 @@ func (rig *gitRig) managerFlags(checkout string) []string {
 	return []string{
 		"--delivery=git",
 		"--git-url=" + rig.server.RepoURL(apiaryRepo),
-		"--git-repository=" + fluxNS + "/" + fluxName,
-		"--git-kustomization=" + fluxNS + "/" + fluxName,
+		"--git-repository=" + fluxNS + "/" + rig.name,
+		"--git-kustomization=" + fluxNS + "/" + rig.name,
 		"--git-path=" + gitPath,
 		"--git-checkout-dir=" + checkout,
 		"--git-commit-window=300ms",
@@ -160,11 +172,11 @@ func objectFile(ns, kind, name string) string {
 
 // fluxApplied is the revision the Kustomization last applied, and whether
 // it is Ready.
-func fluxApplied(ctx context.Context) (string, bool, error) {
+func (rig *gitRig) fluxApplied(ctx context.Context) (string, bool, error) {
 	ks := &unstructured.Unstructured{}
 	ks.SetAPIVersion("kustomize.toolkit.fluxcd.io/v1")
 	ks.SetKind("Kustomization")
-	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: fluxName}, ks); err != nil {
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: fluxNS, Name: rig.name}, ks); err != nil {
 		return "", false, err
 	}
 	rev, _, _ := unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")

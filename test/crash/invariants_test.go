@@ -17,9 +17,10 @@ import (
 
 // invariants watches a namespace for what must hold at every moment, not
 // only at the end: GPUs admitted per node of a cluster never exceed the
-// node, no workspace is ever Failed or loses its admission, and no ServiceSet or ClusterDeployment
-// name is ever held by two objects one after the other (deleted and
-// re-created, or duplicated).
+// node, no workspace is ever Failed or loses its admission (but one that
+// stops, status.lifecycle.stopRequestedAt set, gives it back), and no
+// ServiceSet or ClusterDeployment name is ever held by two objects one
+// after the other (deleted and re-created, or duplicated).
 type invariants struct {
 	mu sync.Mutex
 	// capacity is the GPUs of each child node; every cluster of the test
@@ -74,6 +75,8 @@ func (inv *invariants) workspace(typ watch.EventType, ws *workspacesv1.Workspace
 	switch {
 	case ws.Status.Admission != nil:
 		inv.admitted[ws.Name] = true
+	case inv.admitted[ws.Name] && stopRequested(ws):
+		inv.admitted[ws.Name] = false // a stop gives the admission back
 	case inv.admitted[ws.Name] && typ != watch.Deleted && ws.DeletionTimestamp.IsZero():
 		inv.violate("workspace %s lost its admission (phase %s: %s)", ws.Name, ws.Status.Phase, ws.Status.Message)
 		inv.admitted[ws.Name] = false
@@ -99,6 +102,12 @@ func (inv *invariants) workspace(typ watch.EventType, ws *workspacesv1.Workspace
 			inv.violate("%d GPUs admitted on node %s of cluster %s, which has %d", n, node, cluster, inv.capacity[node])
 		}
 	}
+}
+
+// stopRequested reports whether a workspace began to stop and has not
+// started again.
+func stopRequested(ws *workspacesv1.WorkspaceDeployment) bool {
+	return ws.Status.Lifecycle != nil && ws.Status.Lifecycle.StopRequestedAt != nil
 }
 
 func (inv *invariants) object(kind string, typ watch.EventType, o client.Object) {
