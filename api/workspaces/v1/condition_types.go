@@ -146,6 +146,9 @@ const (
 	// StopRevertedReason: something scaled a stopped workspace's workloads
 	// up again (a Helm upgrade); Apiary scaled them back to zero.
 	StopRevertedReason = "StopReverted"
+	// StopUnsupportedReason: the class's bundle turns on Sveltos drift
+	// detection without excluding /spec/replicas, which would undo a stop.
+	StopUnsupportedReason = "StopUnsupported"
 	// ExpiryDeleteRefusedReason: a workspace applied by Flux would come back
 	// if deleted, so the Delete expiry policy stops it instead.
 	ExpiryDeleteRefusedReason = "ExpiryDeleteRefused"

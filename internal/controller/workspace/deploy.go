@@ -80,6 +80,10 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 	}
 	objs := set.Objects
 	if w.stopping != "" {
+		if why := driftRevertsScale(obj, objs); why != "" {
+			r.fail(ctx, obj, workspacesv1.StopUnsupportedReason, why)
+			return stopWith(0), nil
+		}
 		objs = pauseServiceSet(obj, objs)
 	}
 	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), objs, d.Inventory)

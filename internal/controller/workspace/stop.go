@@ -89,6 +89,38 @@ func pauseServiceSet(obj *workspacesv1.WorkspaceDeployment, objs []*unstructured
 	return out
 }
 
+// driftRevertsScale says why a workspace's ServiceSet cannot hold a stop:
+// Sveltos's drift detection (syncMode ContinuousWithDriftDetection) puts
+// back the replicas Apiary scales to zero, unless /spec/replicas is among
+// its driftExclusions. Empty when the stop holds. Only a bundle of the
+// class's own can turn drift detection on.
+func driftRevertsScale(obj *workspacesv1.WorkspaceDeployment, objs []*unstructured.Unstructured) string {
+	name := serviceSetName(obj)
+	for _, o := range objs {
+		if o.GetKind() != "ServiceSet" || o.GetName() != name {
+			continue
+		}
+		mode, _, _ := unstructured.NestedString(o.Object, "spec", "provider", "config", "syncMode")
+		if mode != "ContinuousWithDriftDetection" {
+			return ""
+		}
+		exclusions, _, _ := unstructured.NestedSlice(o.Object, "spec", "provider", "config", "driftExclusions")
+		for _, e := range exclusions {
+			m, _ := e.(map[string]any)
+			paths, _, _ := unstructured.NestedStringSlice(m, "paths")
+			for _, p := range paths {
+				if p == "/spec/replicas" || p == "/spec" {
+					return ""
+				}
+			}
+		}
+		return "the workspace cannot be stopped: its class's bundle turns on Sveltos drift detection " +
+			"(syncMode ContinuousWithDriftDetection), which would scale its workloads back; add a driftExclusion " +
+			"of /spec/replicas to the bundle's provider config, or set spec.lifecycle.stopped to false"
+	}
+	return ""
+}
+
 // halt finishes a stop once the paused ServiceSet is delivered: the
 // release's workloads go to zero on the child, then the GPU admission, the
 // quota charge and the routes are given back. A workspace that stopped

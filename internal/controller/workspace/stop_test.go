@@ -34,3 +34,41 @@ func TestPauseServiceSet(t *testing.T) {
 	g.Expect(out[2]).To(BeIdenticalTo(other))
 	g.Expect(in[1]).To(BeIdenticalTo(own))
 }
+
+// TestDriftRevertsScale: only a ServiceSet whose Sveltos drift detection
+// covers the replicas refuses a stop.
+func TestDriftRevertsScale(t *testing.T) {
+	obj := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nb"},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1"}}}
+	ss := func(config map[string]any) []*unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"provider": map[string]any{"name": "ksm-projectsveltos"}}}}
+		u.SetKind("ServiceSet")
+		u.SetName(serviceSetName(obj))
+		if config != nil {
+			_ = unstructured.SetNestedMap(u.Object, config, "spec", "provider", "config")
+		}
+		return []*unstructured.Unstructured{u}
+	}
+	exclude := func(paths ...any) map[string]any {
+		return map[string]any{"syncMode": "ContinuousWithDriftDetection",
+			"driftExclusions": []any{map[string]any{"paths": paths, "target": map[string]any{"kind": "Deployment"}}}}
+	}
+	cases := []struct {
+		name    string
+		objs    []*unstructured.Unstructured
+		refused bool
+	}{
+		{name: "no provider config (Continuous)", objs: ss(nil)},
+		{name: "Continuous", objs: ss(map[string]any{"syncMode": "Continuous"})},
+		{name: "drift detection", objs: ss(map[string]any{"syncMode": "ContinuousWithDriftDetection"}), refused: true},
+		{name: "drift detection excluding the replicas", objs: ss(exclude("/spec/template", "/spec/replicas"))},
+		{name: "drift detection excluding something else", objs: ss(exclude("/spec/template")), refused: true},
+		{name: "no ServiceSet of the workspace", objs: nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			why := driftRevertsScale(obj, tc.objs)
+			NewWithT(t).Expect(why != "").To(Equal(tc.refused), why)
+		})
+	}
+}
