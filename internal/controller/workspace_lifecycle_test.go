@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -152,7 +153,7 @@ func TestWorkspaceStartQueuesFromTheTimeItAsks(t *testing.T) {
 
 // TestWorkspaceStopWithdrawsURLsAndStartGivesThemBack: a stopped
 // workspace's routes are gone and its pool port free; started again, it
-// gets the same host name and, still free, the same port.
+// gets the same host name and, still free, the same port, else another.
 func TestWorkspaceStopWithdrawsURLsAndStartGivesThemBack(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -185,6 +186,35 @@ func TestWorkspaceStopWithdrawsURLsAndStartGivesThemBack(t *testing.T) {
 		w := getWorkspace(g, key)
 		g.Expect(accessEntry(g, w, "web").URL).To(Equal(web), "the same host name")
 		g.Expect(accessEntry(g, w, "ssh").URL).To(Equal(ssh), "the same port")
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	// Taken meanwhile: a new workspace gets the freed port (the pool's
+	// lowest); started again, the stopped one gets another.
+	g.Expect(ssh).To(Equal(fmt.Sprintf("ssh://%s:%d", tenantDomain, poolPort0)), "alone, it held the lowest port")
+	setStopped(t, key, true)
+	eventuallyStopped(t, key)
+	keyTaker := createWorkspace(t, workspace(ns, uniq(ns, "taker"), class.Name, "c1"))
+	eventuallyRunning(t, keyTaker)
+	g.Eventually(func(g Gomega) {
+		g.Expect(accessEntry(g, getWorkspace(g, keyTaker), "ssh").URL).To(Equal(ssh))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	setStopped(t, key, false)
+	eventuallyRunning(t, key)
+	g.Eventually(func(g Gomega) {
+		w := getWorkspace(g, key)
+		g.Expect(accessEntry(g, w, "web").URL).To(Equal(web))
+		g.Expect(accessEntry(g, w, "ssh").URL).To(Equal(fmt.Sprintf("ssh://%s:%d", tenantDomain, poolPort1)), "the port left")
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	// The lowest port free again, a restart still asks for the one it held.
+	deleteWorkspace(t, keyTaker)
+	setStopped(t, key, true)
+	eventuallyStopped(t, key)
+	setStopped(t, key, false)
+	eventuallyRunning(t, key)
+	g.Eventually(func(g Gomega) {
+		g.Expect(accessEntry(g, getWorkspace(g, key), "ssh").URL).To(Equal(fmt.Sprintf("ssh://%s:%d", tenantDomain, poolPort1)),
+			"the port it held, not the lowest free one")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 }
 
