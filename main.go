@@ -7,9 +7,12 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -28,94 +31,145 @@ import (
 // name of its binary, which controller-runtime uses when a client sets none.
 const DefaultAdoptFieldManager = "manager"
 
-func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "sandbox":
-			os.Exit(sandboxMain(os.Args[2:]))
-		case "render":
-			os.Exit(offline.Main(os.Args[2:]))
-		case "version":
-			os.Exit(version.Main(os.Args[2:], os.Stdout, os.Stderr))
-		case "uninstall":
-			os.Exit(uninstall.Main(os.Args[2:], os.Stdout, os.Stderr))
-		}
-	}
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// commands are apiary's subcommands; without one it runs the manager.
+var commands = []struct {
+	name, summary string
+	run           func(args []string, stdout, stderr io.Writer) int
+}{
+	{"sandbox", "run Apiary against an embedded local control plane (make run)", func(a []string, _, _ io.Writer) int { return sandboxMain(a) }},
+	{"render", "print, without a cluster, the objects Apiary would deliver for manifests", offline.Main},
+	{"version", "print the version Apiary was built as", version.Main},
+	{"uninstall", "release the finalizers only Apiary releases, once it is scaled down for good", uninstall.Main},
+}
+
+// usage prints how apiary is called.
+func usage(out io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintln(out, "Usage: apiary [flags]          run the controller manager against the current kubeconfig")
+	fmt.Fprintln(out, "       apiary COMMAND [flags]  where COMMAND is one of:")
+	for _, c := range commands {
+		fmt.Fprintf(out, "  %-10s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(out, "  help       print this help")
+	fmt.Fprintln(out, "`apiary COMMAND --help` lists a command's flags. The manager's flags:")
+	fs.SetOutput(out)
+	fs.PrintDefaults()
+}
+
+// run runs apiary with its arguments and returns the exit code: a
+// subcommand, or the manager. An unknown command or a stray argument is an
+// error (2) before anything starts: a typo must never start a second,
+// unelected manager against whatever cluster the kubeconfig names.
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("apiary", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { usage(stderr, fs) }
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		for _, c := range commands {
+			if c.name == args[0] {
+				return c.run(args[1:], stdout, stderr)
+			}
+		}
+		if args[0] == "help" {
+			bindManagerFlags(fs)
+			usage(stdout, fs)
+			return 0
+		}
+		fmt.Fprintf(stderr, "apiary: unknown command %q; `apiary help` lists the commands\n", args[0])
+		return 2
+	}
+	start := bindManagerFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "apiary: unexpected argument %q; `apiary help` lists the commands\n", fs.Arg(0))
+		return 2
+	}
+	return start()
+}
+
+// bindManagerFlags binds the manager's flags to fs and returns what starts
+// the manager once they are parsed.
+func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 	opts := manager.Options{Concurrency: manager.DefaultConcurrency}
-	flag.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080",
+	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080",
 		"The address the metrics endpoint binds to; 0 disables it.")
-	flag.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
+	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"The address the /healthz and /readyz probes bind to.")
-	flag.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
+	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
 		"The address Go's profiles are served on, at /debug/pprof/ (\"0\" disables them). For investigations only: never expose it.")
-	flag.BoolVar(&opts.LeaderElection, "leader-elect", false,
+	fs.BoolVar(&opts.LeaderElection, "leader-elect", false,
 		"Enable leader election, so that only one replica is active at a time.")
-	flag.StringVar(&opts.LeaderElectionID, "leader-election-id", "apiary.infra.exalsius.ai",
+	fs.StringVar(&opts.LeaderElectionID, "leader-election-id", "apiary.infra.exalsius.ai",
 		"The name of the leader-election lease.")
-	flag.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
+	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader-election lease; the manager's namespace when empty.")
-	flag.IntVar(&opts.Shard.Shards, "shards", 1,
+	fs.IntVar(&opts.Shard.Shards, "shards", 1,
 		"The number of shards that split the work (docs/sharding.md); 1 turns sharding off. With more, leader election is on "+
 			"and each shard holds the Lease apiary-shard-<index> in --leader-election-namespace.")
-	flag.IntVar(&opts.Shard.Index, "shard", 0,
+	fs.IntVar(&opts.Shard.Index, "shard", 0,
 		"This replica's shard, from 0 to --shards - 1.")
-	flag.IntVar(&opts.Concurrency.Colony, "colony-concurrency", opts.Concurrency.Colony,
+	fs.IntVar(&opts.Concurrency.Colony, "colony-concurrency", opts.Concurrency.Colony,
 		"The number of Colony workers.")
-	flag.IntVar(&opts.Concurrency.WorkspaceClass, "workspaceclass-concurrency", opts.Concurrency.WorkspaceClass,
+	fs.IntVar(&opts.Concurrency.WorkspaceClass, "workspaceclass-concurrency", opts.Concurrency.WorkspaceClass,
 		"The number of WorkspaceClass workers.")
-	flag.IntVar(&opts.Concurrency.WorkspaceDeployment, "workspacedeployment-concurrency", opts.Concurrency.WorkspaceDeployment,
+	fs.IntVar(&opts.Concurrency.WorkspaceDeployment, "workspacedeployment-concurrency", opts.Concurrency.WorkspaceDeployment,
 		"The number of WorkspaceDeployment workers.")
-	flag.IntVar(&opts.Concurrency.TenantQuota, "tenantquota-concurrency", opts.Concurrency.TenantQuota,
+	fs.IntVar(&opts.Concurrency.TenantQuota, "tenantquota-concurrency", opts.Concurrency.TenantQuota,
 		"The number of TenantQuota workers.")
-	flag.Func("gpu-queueing-policy", "How workspaces waiting for GPUs on a cluster are served: StrictFIFO (default; no workspace "+
+	fs.Func("gpu-queueing-policy", "How workspaces waiting for GPUs on a cluster are served: StrictFIFO (default; no workspace "+
 		"overtakes an older one that waits for a node it could use) or BestEffortFIFO (a younger one that fits goes ahead).",
 		func(v string) error {
 			opts.GPUQueueing = admission.Policy(v)
 			return opts.GPUQueueing.Validate()
 		})
-	flag.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
+	fs.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
 		"How often to look for k0rdent's CRDs while they are missing (default 10s).")
-	flag.StringVar(&opts.BundleDir, "bundle-dir", "",
+	fs.StringVar(&opts.BundleDir, "bundle-dir", "",
 		"A folder of template bundles, one per subfolder, that add to or replace the built-in ones.")
-	flag.DurationVar(&opts.InventoryInterval, "gpu-inventory-interval", 0,
+	fs.DurationVar(&opts.InventoryInterval, "gpu-inventory-interval", 0,
 		"How often Colonies resync their GPU inventory besides reacting to node changes (default 5m).")
-	flag.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
+	fs.BoolVar(&opts.NoCrossNamespaceRefs, "no-cross-namespace-refs", true,
 		"Refuse workspaces that target a ClusterDeployment in another namespace.")
-	flag.DurationVar(&opts.PrerequisiteGracePeriod, "prerequisite-grace-period", 0,
+	fs.DurationVar(&opts.PrerequisiteGracePeriod, "prerequisite-grace-period", 0,
 		"How long a shared prerequisite that no workspace of its cluster needs any more is kept before it is removed; "+
 			"0 (the default) keeps it forever.")
-	flag.StringVar(&opts.ValuesFromServiceAccount, "values-from-service-account", "",
+	fs.StringVar(&opts.ValuesFromServiceAccount, "values-from-service-account", "",
 		"Read workspaces' valuesFrom Secrets and ConfigMaps as this ServiceAccount of the workspace's namespace "+
 			"(impersonation); empty reads them with the manager's own rights.")
-	flag.StringVar(&opts.WorkspaceGatewayName, "workspace-gateway-name", "istio-ingressgateway",
+	fs.StringVar(&opts.WorkspaceGatewayName, "workspace-gateway-name", "istio-ingressgateway",
 		"The tenant Gateway on regional clusters that workspace access routes attach to.")
-	flag.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",
+	fs.StringVar(&opts.WorkspaceGatewayNamespace, "workspace-gateway-namespace", "istio-system",
 		"The namespace of the tenant Gateway on regional clusters.")
 	opts.WorkspaceMeshMode = string(mesh.Ambient)
-	flag.Func("workspace-mesh-mode", "How workspace namespaces join the Istio mesh: ambient (default; istio.io/dataplane-mode=ambient), "+
+	fs.Func("workspace-mesh-mode", "How workspace namespaces join the Istio mesh: ambient (default; istio.io/dataplane-mode=ambient), "+
 		"sidecar (istio-injection=enabled) or none (no label).",
 		func(v string) error {
 			_, err := mesh.ParseMode(v)
 			opts.WorkspaceMeshMode = v
 			return err
 		})
-	flag.BoolVar(&opts.WorkspaceWaypointEnabled, "workspace-waypoint-enabled", true,
+	fs.BoolVar(&opts.WorkspaceWaypointEnabled, "workspace-waypoint-enabled", true,
 		"In ambient mode, route each child cluster's workspaces through its waypoint Gateway <cluster>-waypoint, "+
 			"which must exist and be programmed on the regional and the child cluster.")
-	flag.StringVar(&opts.WorkspaceWaypointNamespace, "workspace-waypoint-namespace", mesh.DefaultWaypointNamespace,
+	fs.StringVar(&opts.WorkspaceWaypointNamespace, "workspace-waypoint-namespace", mesh.DefaultWaypointNamespace,
 		"The namespace of the <cluster>-waypoint Gateways on regional and child clusters.")
 	opts.AdoptFieldManagers = []string{DefaultAdoptFieldManager}
-	flag.Func("adopt-field-managers", "Comma-separated field managers of client-side writers (Create and Update) whose fields "+
+	fs.Func("adopt-field-managers", "Comma-separated field managers of client-side writers (Create and Update) whose fields "+
 		"Apiary takes over the first time it applies an object it did not create, so that fields it stops rendering are "+
 		"removed; default \""+DefaultAdoptFieldManager+"\", the exalsius operator's; empty disables it.",
 		func(v string) error {
 			opts.AdoptFieldManagers = splitList(v)
 			return nil
 		})
-	flag.BoolVar(&opts.ChildServerHTTPSOnly, "child-server-https-only", false,
+	fs.BoolVar(&opts.ChildServerHTTPSOnly, "child-server-https-only", false,
 		"Refuse child-cluster kubeconfigs whose server is plain http.")
-	flag.Func("child-server-allow", "Comma-separated host names (*.domain for any name under it), IP addresses and CIDRs "+
+	fs.Func("child-server-allow", "Comma-separated host names (*.domain for any name under it), IP addresses and CIDRs "+
 		"that child-cluster kubeconfigs' servers must match; names are not resolved, and with CIDRs every connection to a "+
 		"child must reach an address in them. Empty (the default) allows any server.",
 		func(v string) error {
@@ -123,34 +177,40 @@ func main() {
 			_, err := kubeconfig.ParseServerPolicy(false, opts.ChildServerAllow)
 			return err
 		})
-	flag.StringVar(&opts.ActivityPrometheusURL, "activity-prometheus-url", "",
+	fs.StringVar(&opts.ActivityPrometheusURL, "activity-prometheus-url", "",
 		"The Prometheus HTTP API (e.g. http://prometheus.monitoring:9090) that idle policies with a prometheus source "+
 			"ask for the GPU utilisation of a workspace's namespace (DCGM exporter's DCGM_FI_DEV_GPU_UTIL). Empty: such "+
 			"workspaces' activity is unknown, and they are never culled.")
-	flag.IntVar(&opts.ActivityProbeConcurrency, "activity-probe-concurrency", 8,
+	fs.IntVar(&opts.ActivityProbeConcurrency, "activity-probe-concurrency", 8,
 		"The most activity probes of idle policies in flight at once.")
-	flag.DurationVar(&opts.ActivityProbeTimeout, "activity-probe-timeout", 5*time.Second,
+	fs.DurationVar(&opts.ActivityProbeTimeout, "activity-probe-timeout", 5*time.Second,
 		"How long one activity probe of an idle policy may take; a probe that takes longer reads unknown.")
 	var git gitFlags
-	git.bind(flag.CommandLine)
+	git.bind(fs)
 	zapOpts := zap.Options{}
-	zapOpts.BindFlags(flag.CommandLine)
-	flag.Parse()
-
-	opts.Logger = zap.New(zap.UseFlagOptions(&zapOpts))
-	ctrl.SetLogger(opts.Logger)
-	cfg, err := ctrl.GetConfig()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "apiary: loading kubeconfig: %v\n", err)
-		os.Exit(1)
+	zapOpts.BindFlags(fs)
+	// controller-runtime's --kubeconfig lives on the global flag set, where
+	// ctrl.GetConfig reads it: the same value is bound here.
+	if f := flag.CommandLine.Lookup("kubeconfig"); f != nil {
+		fs.Var(f.Value, f.Name, f.Usage)
 	}
-	opts.RestConfig = cfg
-	if opts.Git, opts.TenantGit, err = git.options(); err != nil {
-		fmt.Fprintf(os.Stderr, "apiary: %v\n", err)
-		os.Exit(2)
-	}
-	if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
-		opts.Logger.Error(err, "manager stopped")
-		os.Exit(1)
+	return func() int {
+		opts.Logger = zap.New(zap.UseFlagOptions(&zapOpts))
+		ctrl.SetLogger(opts.Logger)
+		cfg, err := ctrl.GetConfig()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "apiary: loading kubeconfig: %v\n", err)
+			return 1
+		}
+		opts.RestConfig = cfg
+		if opts.Git, opts.TenantGit, err = git.options(); err != nil {
+			fmt.Fprintf(os.Stderr, "apiary: %v\n", err)
+			return 2
+		}
+		if err := manager.Run(ctrl.SetupSignalHandler(), opts); err != nil {
+			opts.Logger.Error(err, "manager stopped")
+			return 1
+		}
+		return 0
 	}
 }

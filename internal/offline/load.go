@@ -90,6 +90,9 @@ func expandFiles(args []string) ([]string, error) {
 				}
 			}
 		}
+		if len(files) == 0 {
+			return nil, fmt.Errorf("folder %s holds no manifests (no *.yaml, *.yml or *.json files)", a)
+		}
 		sort.Strings(files)
 		for _, f := range files {
 			add(f)

@@ -42,8 +42,8 @@ type Options struct {
 
 // Main runs `apiary render` with command-line arguments and returns an exit
 // code: 0 on success, 1 when rendering fails, 2 for bad arguments.
-func Main(args []string) int {
-	return run(args, os.Stdout, os.Stderr)
+func Main(args []string, stdout, stderr io.Writer) int {
+	return run(args, stdout, stderr)
 }
 
 type stringList []string
@@ -137,6 +137,9 @@ func Render(opts Options) ([]byte, error) {
 	}
 	set := &objectSet{byKey: map[string]int{}}
 	var errs []error
+	if len(in.colonies) == 0 && len(in.deployments) == 0 {
+		return nil, fmt.Errorf("the inputs (%s) hold no Colony and no WorkspaceDeployment: nothing to render", strings.Join(opts.Files, ", "))
+	}
 	for _, c := range in.colonies {
 		objs, err := r.renderColony(c)
 		errs = append(errs, err, set.add(c.src, objs))

@@ -61,6 +61,13 @@ func Main(args []string) int {
 	timeout := fset.Duration("timeout", 0, "Give up after this long (exit code 1); 0 runs until interrupted.")
 	logs := fset.Bool("logs", false, "Print Apiary's logs.")
 	if err := fset.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fset.NArg() > 0 {
+		fmt.Fprintf(os.Stderr, "apiary sandbox: unexpected argument %q\n", fset.Arg(0))
 		return 2
 	}
 	logOut := io.Discard

@@ -5,6 +5,7 @@
 package version
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -50,6 +51,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	short := fs.Bool("short", false, "Print only the version.")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if fs.NArg() > 0 {
