@@ -133,3 +133,45 @@ func managerTime(o client.Object, manager string) *metav1.Time {
 	}
 	return nil
 }
+
+// TestColonyReadinessIgnoresTenantWorkspaces: k0rdent counts the services a
+// workspace's ServiceSet delivers onto a cluster into the ClusterDeployment's
+// ServicesInReadyState and lowers its Ready while they deploy; the Colony
+// that made the cluster stays Ready, and Flux's health check on it with it.
+func TestColonyReadinessIgnoresTenantWorkspaces(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := env.NewNamespace(t, "colony-tenants")
+	k0rdentFixtures(t, ns)
+	colony := createColony(t, ns, "hive", entry("gpu"))
+	eventuallyReady(t, client.ObjectKeyFromObject(colony))
+
+	serviceTemplate(t, ns, "slow", map[string]string{standin.AnnotationHang: "true"})
+	workspaceClass(t, "colony-tenants-"+ns, ns, "slow", nil)
+	w := workspace(ns, "nb", "colony-tenants-"+ns, "hive-gpu")
+	since := time.Now()
+	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
+	t.Cleanup(func() { _ = env.Client.Delete(ctx, w) })
+
+	// The ClusterDeployment reads not ready while the workspace deploys…
+	g.Eventually(func(g Gomega) {
+		cd := &k0rdentv1beta1.ClusterDeployment{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "hive-gpu"}, cd)).To(Succeed())
+		g.Expect(condition(cd, k0rdentv1beta1.ServicesInReadyStateCondition)).NotTo(BeNil())
+		g.Expect(condition(cd, k0rdentv1beta1.ServicesInReadyStateCondition).Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(condition(cd, k0rdentv1beta1.ReadyCondition).Status).NotTo(Equal(metav1.ConditionTrue))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	// …and the Colony stays Ready, with no event saying otherwise.
+	g.Consistently(func(g Gomega) {
+		c := getColony(g, client.ObjectKeyFromObject(colony))
+		g.Expect(c.Status.Phase).To(Equal(infrav1.ColonyPhaseReady))
+		g.Expect(c.Status.ReadyClusters).To(BeEquivalentTo(1))
+		g.Expect(condition(c, commonv1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed())
+	events := &corev1.EventList{}
+	g.Expect(env.Client.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+	for _, e := range events.Items {
+		recent := e.EventTime.After(since) || e.Series != nil && e.Series.LastObservedTime.After(since)
+		g.Expect(recent && e.Reason == infrav1.NotAllClustersReadyReason).To(BeFalse(), "event: %s", e.Message)
+	}
+}

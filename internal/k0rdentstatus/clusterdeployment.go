@@ -121,3 +121,42 @@ func ClusterProvisioned(cd *k0rdentv1beta1.ClusterDeployment) (bool, string) {
 	}
 	return true, "cluster is provisioned; services: " + services.Message
 }
+
+// OwnState reads a ClusterDeployment's state as the object that made it
+// (a Colony) means it: the cluster and the services of its own
+// spec.serviceSpec. k0rdent counts the services every ServiceSet delivers
+// onto the cluster (tenants' workspaces) into ServicesInReadyState, and so
+// lowers Ready while a workspace deploys; those services do not change the
+// owner's state.
+func OwnState(cd *k0rdentv1beta1.ClusterDeployment) State {
+	s := ClusterDeploymentState(cd)
+	if s.Phase != PhaseProvisioning {
+		return s
+	}
+	if ok, _ := ClusterProvisioned(cd); !ok {
+		return s
+	}
+	var waiting []string
+	for _, want := range cd.Spec.ServiceSpec.Services {
+		if !deployed(cd.Status.Services, want.Name, want.Namespace) {
+			waiting = append(waiting, want.Name)
+		}
+	}
+	if len(waiting) > 0 {
+		return State{Phase: PhaseProvisioning, Reason: k0rdentv1beta1.ProgressingReason,
+			Message: "waiting for the cluster's services: " + strings.Join(waiting, ", ")}
+	}
+	return State{Phase: PhaseReady, Reason: "Ready",
+		Message: "ClusterDeployment is ready (services other ServiceSets deliver onto it are not counted)"}
+}
+
+// deployed reports whether a service of that name (and namespace, when
+// given) is Deployed among states.
+func deployed(states []k0rdentv1beta1.ServiceState, name, namespace string) bool {
+	for _, st := range states {
+		if st.Name == name && (namespace == "" || st.Namespace == namespace) && st.State == k0rdentv1beta1.ServiceStateDeployed {
+			return true
+		}
+	}
+	return false
+}

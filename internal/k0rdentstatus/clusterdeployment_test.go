@@ -92,3 +92,47 @@ func TestClusterProvisioned(t *testing.T) {
 		})
 	}
 }
+
+// TestOwnState: a Colony's cluster is ready when the cluster and its own
+// services are, whatever other ServiceSets deliver onto it.
+func TestOwnState(t *testing.T) {
+	provisioned := []metav1.Condition{cond("Ready", "False", "Progressing", "Services are not ready: 1/2"),
+		cond("CAPIClusterSummary", "True", "", ""), cond("ServicesInReadyState", "False", "Failed", "1/2")}
+	svc := func(name, state string) k0rdentv1beta1.ServiceState {
+		return k0rdentv1beta1.ServiceState{Name: name, Namespace: "default", State: state}
+	}
+	cases := []struct {
+		name   string
+		conds  []metav1.Condition
+		own    []string
+		states []k0rdentv1beta1.ServiceState
+		want   Phase
+		msg    string
+	}{
+		{name: "a workspace deploying on a ready cluster", conds: provisioned,
+			states: []k0rdentv1beta1.ServiceState{svc("ws", "Provisioning")}, want: PhaseReady},
+		{name: "its own service deployed, a workspace's not", conds: provisioned, own: []string{"gpu-operator"},
+			states: []k0rdentv1beta1.ServiceState{svc("gpu-operator", "Deployed"), svc("ws", "Provisioning")}, want: PhaseReady},
+		{name: "its own service not deployed yet", conds: provisioned, own: []string{"gpu-operator"},
+			states: []k0rdentv1beta1.ServiceState{svc("gpu-operator", "Provisioning")}, want: PhaseProvisioning, msg: "gpu-operator"},
+		{name: "its own service not reported yet", conds: provisioned, own: []string{"gpu-operator"}, want: PhaseProvisioning},
+		{name: "the cluster still provisioning", conds: []metav1.Condition{cond("Ready", "False", "Progressing", ""),
+			cond("CAPIClusterSummary", "False", "Progressing", "control plane")}, want: PhaseProvisioning},
+		{name: "a failed template stays failed", conds: []metav1.Condition{cond("Ready", "False", "Failed", ""),
+			cond("TemplateReady", "False", "Failed", "missing"), cond("CAPIClusterSummary", "True", "", "")}, want: PhaseFailed},
+		{name: "ready", conds: []metav1.Condition{cond("Ready", "True", "Succeeded", "")}, want: PhaseReady},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			cd := &k0rdentv1beta1.ClusterDeployment{}
+			cd.Generation, cd.Status.ObservedGeneration, cd.Status.Conditions, cd.Status.Services = 1, 1, tc.conds, tc.states
+			for _, n := range tc.own {
+				cd.Spec.ServiceSpec.Services = append(cd.Spec.ServiceSpec.Services, k0rdentv1beta1.Service{Name: n, Namespace: "default"})
+			}
+			got := OwnState(cd)
+			g.Expect(got.Phase).To(Equal(tc.want))
+			g.Expect(got.Message).To(ContainSubstring(tc.msg))
+		})
+	}
+}

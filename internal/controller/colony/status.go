@@ -98,7 +98,7 @@ func (r *Reconciler) observeClusters(obj *infrav1.Colony, rc *renderedColony, cd
 		case !exists:
 			st.Reason, st.Message = "Pending", "ClusterDeployment does not exist yet"
 		default:
-			s := k0rdentstatus.ClusterDeploymentState(cd)
+			s := k0rdentstatus.OwnState(cd)
 			st.Ready = s.Phase == k0rdentstatus.PhaseReady
 			st.Reason, st.Message = string(s.Phase), reconciler.Truncate(s.Message, maxClusterMessage)
 			if s.Phase == k0rdentstatus.PhaseFailed {
