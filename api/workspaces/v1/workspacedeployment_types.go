@@ -417,7 +417,7 @@ type WorkspaceDeploymentStatus struct {
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the workspace is not ready (what it waits for, or why it failed), or Stopped"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.access[0].url`
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
-// +kubebuilder:printcolumn:name="Expires",type=date,JSONPath=`.status.lifecycle.expiresAt`,priority=1
+// +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.lifecycle.expiresAt`,description="When the workspace expires (UTC)",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 60",message="workspace name must be at most 60 characters: it becomes the ws-<name> namespace on the child cluster"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?$')",message="workspace name must be a lowercase DNS-1123 label (a-z, 0-9, '-'): it becomes the ws-<name> namespace and a host name"
