@@ -74,7 +74,11 @@ func seed(ctx context.Context, cfg, childCfg *rest.Config) error {
 	for _, obj := range []client.Object{
 		standin.NewClusterTemplate(ns, "exalsius-remote-cluster-0-1-5", true),
 		standin.NewCredential(ns, "remote-cred", true),
-		standin.NewServiceTemplate(ns, "jupyter-notebook-0-3-0", true, nil),
+		// The quick start's chart is shaped like the workspace hub's Jupyter
+		// chart: a Deployment of one pinned replica and a PersistentVolumeClaim
+		// of the release, so that a stop scales something to zero and keeps a
+		// volume (docs/lifecycle.md).
+		standin.NewServiceTemplate(ns, "jupyter-notebook-0-3-0", true, map[string]string{standin.AnnotationChart: standin.ChartWorkspaceHub}),
 	} {
 		if err := standin.CreateWithStatus(ctx, c, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating %T: %w", obj, err)
