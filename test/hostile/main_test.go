@@ -35,6 +35,11 @@ import (
 
 const timeout = 60 * time.Second
 
+// maxPeakRSS bounds the managers' peak resident set over the whole suite:
+// about twice what they use (133 MiB on 2026-12-03), far below what one
+// unbounded tenant input costs (a 7 KiB YAML alias bomb: 746 MiB).
+const maxPeakRSS = 256 << 20
+
 // annotationKubeconfig on a ClusterDeployment names the entry of
 // kubeconfigs that the stand-in writes as its <cd>-kubeconfig Secret, as a
 // tenant owning the cluster could.
@@ -149,7 +154,12 @@ func run(m *testing.M) int {
 		fmt.Fprint(os.Stderr, problems)
 		code = 1
 	}
-	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB\n", float64(peakRSS)/(1<<20))
+	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB (bound %d MiB)\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
+	if peakRSS > maxPeakRSS {
+		fmt.Fprintf(os.Stderr, "hostile: the manager's peak resident set %.1f MiB is over the bound of %d MiB: "+
+			"a tenant's input made it allocate what no bound stopped\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
+		code = 1
+	}
 	if code != 0 {
 		for _, name := range logNames {
 			data, _ := os.ReadFile(filepath.Join(workDir, name))
