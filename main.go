@@ -25,6 +25,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/internal/version"
+	"github.com/apiaryhq/apiary/internal/workspace/activity"
 )
 
 // DefaultAdoptFieldManager is the exalsius operator's field manager: the
@@ -181,6 +182,12 @@ func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 		"The Prometheus HTTP API (e.g. http://prometheus.monitoring:9090) that idle policies with a prometheus source "+
 			"ask for the GPU utilisation of a workspace's namespace (DCGM exporter's DCGM_FI_DEV_GPU_UTIL). Empty: such "+
 			"workspaces' activity is unknown, and they are never culled.")
+	fs.StringVar(&opts.ActivityPrometheusMetric, "activity-prometheus-metric", activity.DefaultGPUMetric,
+		"The GPU utilisation metric the prometheus source reads, in percent; DCGM's profiling metrics ("+activity.RatioMetricPrefix+"*, "+
+			"e.g. DCGM_FI_PROF_GR_ENGINE_ACTIVE, which MIG devices report where DCGM_FI_DEV_GPU_UTIL does not) are ratios, read ×100.")
+	fs.StringVar(&opts.ActivityPrometheusNamespaceLabel, "activity-prometheus-namespace-label", "",
+		"The metric's label naming the workspace's namespace. Empty: "+activity.DefaultNamespaceLabel+" or "+activity.ExportedNamespaceLabel+
+			" (what a scrape with honor_labels: false renames it to), so either scrape setting works.")
 	fs.IntVar(&opts.ActivityProbeConcurrency, "activity-probe-concurrency", 8,
 		"The most activity probes of idle policies in flight at once.")
 	fs.DurationVar(&opts.ActivityProbeTimeout, "activity-probe-timeout", 5*time.Second,

@@ -52,7 +52,8 @@ func (d *deps) activity(opts Options) lifecycle.ActivityReader {
 	ep := &activity.Endpoint{Clusters: d.children, Timeout: opts.ActivityProbeTimeout}
 	sources := map[activity.Format]activity.Source{activity.JupyterStatus: ep, activity.CodeServerHealthz: ep}
 	if opts.ActivityPrometheusURL != "" {
-		sources[activity.PrometheusGPU] = &activity.Prometheus{URL: opts.ActivityPrometheusURL, Timeout: opts.ActivityProbeTimeout}
+		sources[activity.PrometheusGPU] = &activity.Prometheus{URL: opts.ActivityPrometheusURL, Timeout: opts.ActivityProbeTimeout,
+			Metric: opts.ActivityPrometheusMetric, NamespaceLabel: opts.ActivityPrometheusNamespaceLabel}
 	}
 	return &activity.Reader{Children: d.children, Now: opts.Clock, Prober: &activity.Prober{Sources: sources,
 		MaxConcurrent: opts.ActivityProbeConcurrency, Timeout: opts.ActivityProbeTimeout}}

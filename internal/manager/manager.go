@@ -54,6 +54,12 @@ type Options struct {
 	// a prometheus source ask for GPU utilisation; such policies read
 	// unknown activity (never culling) when empty.
 	ActivityPrometheusURL string
+	// ActivityPrometheusMetric is the GPU utilisation metric;
+	// DCGM_FI_DEV_GPU_UTIL when empty (activity.Prometheus.Metric).
+	ActivityPrometheusMetric string
+	// ActivityPrometheusNamespaceLabel is the metric's label naming the
+	// workspace's namespace; namespace or exported_namespace when empty.
+	ActivityPrometheusNamespaceLabel string
 	// ActivityProbeConcurrency bounds the activity probes in flight; 8 when zero.
 	ActivityProbeConcurrency int
 	// ActivityProbeTimeout bounds one activity probe; 5s when zero.

@@ -90,6 +90,12 @@ spec:
             {{- with .Values.activity.prometheusURL }}
             - --activity-prometheus-url={{ . }}
             {{- end }}
+            {{- with .Values.activity.prometheusMetric }}
+            - --activity-prometheus-metric={{ . }}
+            {{- end }}
+            {{- with .Values.activity.prometheusNamespaceLabel }}
+            - --activity-prometheus-namespace-label={{ . }}
+            {{- end }}
             - --activity-probe-concurrency={{ .Values.activity.probeConcurrency }}
             - --activity-probe-timeout={{ .Values.activity.probeTimeout }}
             {{- with .Values.valuesFrom.serviceAccount }}

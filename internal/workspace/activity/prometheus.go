@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/common/model"
@@ -18,8 +19,19 @@ import (
 const (
 	// DefaultGPUMetric is DCGM's GPU utilisation, in percent.
 	DefaultGPUMetric = "DCGM_FI_DEV_GPU_UTIL"
-	// DefaultNamespaceLabel is the label of the GPU metric naming the pod's namespace.
+	// DefaultNamespaceLabel is the label DCGM's exporter (in Kubernetes
+	// mode) names the GPU's pod's namespace with; a scrape with
+	// honor_labels: false (Prometheus's default) keeps it only where the
+	// target has no namespace label of its own, and renames it to
+	// ExportedNamespaceLabel otherwise. Without NamespaceLabel both match.
 	DefaultNamespaceLabel = "namespace"
+	// ExportedNamespaceLabel is DefaultNamespaceLabel renamed by a scrape
+	// with honor_labels: false whose target has a namespace label.
+	ExportedNamespaceLabel = "exported_namespace"
+	// RatioMetricPrefix starts the names of DCGM's profiling metrics
+	// (DCGM_FI_PROF_GR_ENGINE_ACTIVE, which also reads MIG devices), whose
+	// values are ratios in [0, 1] rather than percent: they are scaled by 100.
+	RatioMetricPrefix = "DCGM_FI_PROF_"
 	// DefaultThreshold is the GPU utilisation, in percent, from which a workspace is active.
 	DefaultThreshold = 5.0
 	// defaultProbeTimeout bounds a probe when neither source nor Prober says otherwise.
@@ -40,7 +52,9 @@ type Prometheus struct {
 	Client *http.Client
 	// Metric is the GPU utilisation metric; default DefaultGPUMetric.
 	Metric string
-	// NamespaceLabel names the child namespace; default DefaultNamespaceLabel.
+	// NamespaceLabel names the child namespace; when empty, a series with
+	// DefaultNamespaceLabel or ExportedNamespaceLabel naming it matches,
+	// which holds under either scrape setting of honor_labels.
 	NamespaceLabel string
 	// ClusterLabel, when set, also matches the series whose label of that
 	// name is the ClusterDeployment's name, for a Prometheus that holds
@@ -61,14 +75,14 @@ func (p *Prometheus) Query(t Target) (string, error) {
 	if metric == "" {
 		metric = DefaultGPUMetric
 	}
-	nsLabel := p.NamespaceLabel
-	if nsLabel == "" {
-		nsLabel = DefaultNamespaceLabel
+	nsLabels := []string{p.NamespaceLabel}
+	if p.NamespaceLabel == "" {
+		nsLabels = []string{DefaultNamespaceLabel, ExportedNamespaceLabel}
 	}
 	if !model.LegacyValidation.IsValidMetricName(metric) {
 		return "", fmt.Errorf("metric name %q is not valid", metric)
 	}
-	for _, l := range []string{nsLabel, p.ClusterLabel} {
+	for _, l := range append([]string{p.ClusterLabel}, nsLabels...) {
 		if l != "" && !model.LegacyValidation.IsValidLabelName(l) {
 			return "", fmt.Errorf("label name %q is not valid", l)
 		}
@@ -79,11 +93,19 @@ func (p *Prometheus) Query(t Target) (string, error) {
 	if t.Window < minWindow || t.Window > maxWindow {
 		return "", fmt.Errorf("window %s is outside [%s, %s]", t.Window, minWindow, maxWindow)
 	}
-	matchers := nsLabel + "=" + strconv.Quote(t.Namespace)
+	cluster := ""
 	if p.ClusterLabel != "" {
-		matchers += "," + p.ClusterLabel + "=" + strconv.Quote(t.Cluster.Name)
+		cluster = "," + p.ClusterLabel + "=" + strconv.Quote(t.Cluster.Name)
 	}
-	return fmt.Sprintf("max(max_over_time(%s{%s}[%ds]))", metric, matchers, int64(t.Window/time.Second)), nil
+	selectors := make([]string, len(nsLabels))
+	for i, l := range nsLabels {
+		selectors[i] = fmt.Sprintf("max_over_time(%s{%s=%s%s}[%ds])", metric, l, strconv.Quote(t.Namespace), cluster, int64(t.Window/time.Second))
+	}
+	query := "max(" + strings.Join(selectors, " or ") + ")"
+	if strings.HasPrefix(metric, RatioMetricPrefix) {
+		query = "100 * " + query
+	}
+	return query, nil
 }
 
 // Observe asks Prometheus for the target's GPU utilisation over its window

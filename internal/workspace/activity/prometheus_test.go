@@ -64,7 +64,7 @@ func TestPrometheusSource(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(obs).To(Equal(Observation{LastActivity: now, Known: true, Detail: "GPU utilisation up to 12% over 30m (threshold 5%)"}))
 	q := prom.last()
-	g.Expect(q.Get("query")).To(Equal(`max(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ws-nb"}[1800s]))`))
+	g.Expect(q.Get("query")).To(Equal(`max(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ws-nb"}[1800s]) or max_over_time(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ws-nb"}[1800s]))`))
 	g.Expect(q.Get("time")).To(Equal(strconv.FormatInt(now.Unix(), 10) + ".000"))
 
 	value = "3"
@@ -88,7 +88,13 @@ func TestPrometheusQueryQuotesLabelValues(t *testing.T) {
 	tgt.Cluster.Name = `a\b`
 	q, err := src.Query(tgt)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(q).To(Equal(`max(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ws-\"}[5m]) or vector(100) #\n",cluster="a\\b"}[1800s]))`))
+	g.Expect(q).To(Equal(`max(max_over_time(DCGM_FI_DEV_GPU_UTIL{namespace="ws-\"}[5m]) or vector(100) #\n",cluster="a\\b"}[1800s]) or ` +
+		`max_over_time(DCGM_FI_DEV_GPU_UTIL{exported_namespace="ws-\"}[5m]) or vector(100) #\n",cluster="a\\b"}[1800s]))`))
+
+	mig := &Prometheus{Metric: "DCGM_FI_PROF_GR_ENGINE_ACTIVE", NamespaceLabel: "namespace"}
+	q, err = mig.Query(gpuTarget())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(q).To(Equal(`100 * max(max_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE{namespace="ws-nb"}[1800s]))`), "a ratio metric is read in percent")
 
 	for name, bad := range map[string]struct {
 		src Prometheus
