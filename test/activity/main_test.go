@@ -1,8 +1,11 @@
 // Package activity_test runs the idle policies' activity sources against the
 // real parts users run: a Prometheus server (Debian's prometheus package)
 // scraping, once a second, an exporter in this test that serves DCGM
-// exporter's GPU metrics with its labels, under both honor_labels settings.
-// .ci/run installs Prometheus; without it the suite fails, saying so.
+// exporter's GPU metrics with its labels, under both honor_labels settings;
+// and Debian's Jupyter server, in a network namespace of the test's own,
+// asked through a real API server's Service proxy as the manager asks a
+// child cluster. .ci/run installs both; without them the suite fails, saying
+// so.
 package activity_test
 
 import (
