@@ -81,6 +81,9 @@ func TestTenantRolesRender(t *testing.T) {
 					}
 				}
 				g.Expect(agg).To(ConsistOf(tt.labels[suffix]), role.Name)
+				// A tenant's role is not the manager's: a selector on the
+				// manager's component must not find it.
+				g.Expect(role.Labels).To(HaveKeyWithValue("app.kubernetes.io/component", "tenant-access"), role.Name)
 			}
 		})
 	}

@@ -22,13 +22,24 @@
 {{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
 {{- end }}
 
-{{/* Labels of every object. */}}
+{{/* Labels of the manager's objects. */}}
 {{- define "apiary.labels" -}}
+{{ include "apiary.commonLabels" . }}
+app.kubernetes.io/component: manager
+{{- end }}
+
+{{/* Labels of the ClusterRoles for tenants: not the manager's component. */}}
+{{- define "apiary.tenantLabels" -}}
+{{ include "apiary.commonLabels" . }}
+app.kubernetes.io/component: tenant-access
+{{- end }}
+
+{{/* Labels of every object of the chart but their component. */}}
+{{- define "apiary.commonLabels" -}}
 helm.sh/chart: {{ include "apiary.chart" . }}
 {{ include "apiary.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
-app.kubernetes.io/component: manager
 {{- end }}
 
 {{/* Labels that select the manager pods. */}}
