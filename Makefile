@@ -66,7 +66,7 @@ generate: ## Generate DeepCopy methods for the API types.
 manifests: ## Generate CRDs (config/crd/bases, charts/apiary/crds), test CRDs for k0rdent and RBAC.
 	$(CONTROLLER_GEN) crd paths=./api/common/... paths=./api/infra/... paths=./api/workspaces/... paths=./api/quota/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) crd paths=./api/k0rdent/... output:crd:artifacts:config=test/crds/k0rdent
-	$(CONTROLLER_GEN) rbac:roleName=apiary-manager paths=./internal/controller/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=apiary-manager paths=./internal/controller/... paths=./internal/manager/... output:rbac:artifacts:config=config/rbac
 	mkdir -p charts/apiary/crds
 	rm -f charts/apiary/crds/*.yaml
 	cp config/crd/bases/*.yaml charts/apiary/crds/

@@ -100,6 +100,11 @@ func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 	opts := manager.Options{Concurrency: manager.DefaultConcurrency}
 	fs.StringVar(&opts.MetricsBindAddress, "metrics-bind-address", ":8080",
 		"The address the metrics endpoint binds to; 0 disables it.")
+	fs.BoolVar(&opts.MetricsSecure, "metrics-secure", false,
+		"Serve the metrics over HTTPS to clients with a bearer token the API server accepts whose subject may get the "+
+			"non-resource URL /metrics; otherwise plain HTTP to anyone who reaches the port.")
+	fs.StringVar(&opts.MetricsCertDir, "metrics-cert-dir", "",
+		"A folder holding tls.crt and tls.key for --metrics-secure; a self-signed certificate when empty.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"The address the /healthz and /readyz probes bind to.")
 	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",

@@ -18,7 +18,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/kubeconfig"
@@ -66,6 +65,14 @@ type Options struct {
 	ActivityProbeTimeout time.Duration
 	// MetricsBindAddress serves Prometheus metrics; "0" disables it.
 	MetricsBindAddress string
+	// MetricsSecure serves the metrics over HTTPS (a self-signed
+	// certificate unless MetricsCertDir holds tls.crt and tls.key) to
+	// authenticated and authorised clients only: a bearer token the API
+	// server accepts (TokenReview) of a subject allowed to get the
+	// non-resource URL /metrics (SubjectAccessReview).
+	MetricsSecure bool
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key.
+	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
 	// PprofBindAddress serves Go's profiles at /debug/pprof/; "" or "0"
@@ -214,7 +221,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		Scheme:                        apiaryscheme.New(),
 		Cache:                         cacheOptions(opts),
 		Logger:                        opts.Logger,
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsBindAddress},
+		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
 		PprofBindAddress:              opts.PprofBindAddress,
 		LeaderElection:                opts.LeaderElection,

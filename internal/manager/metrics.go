@@ -2,6 +2,8 @@ package manager
 
 import (
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/internal/controller"
 	"github.com/apiaryhq/apiary/internal/metrics"
@@ -43,4 +45,21 @@ func setMetricsSource(mgr ctrl.Manager, opts Options, d *deps, gates []*prefligh
 		Workspaces: open(controller.WorkspaceEntry),
 		Children:   d.children,
 	})
+}
+
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// metricsOptions serves the metrics over plain HTTP, or with
+// MetricsSecure over HTTPS to clients the API server authenticates and
+// authorises for GET /metrics (controller-runtime's filter, as kubebuilder's
+// scaffold and kube-rbac-proxy do).
+func metricsOptions(opts Options) metricsserver.Options {
+	o := metricsserver.Options{BindAddress: opts.MetricsBindAddress}
+	if opts.MetricsSecure {
+		o.SecureServing = true
+		o.CertDir = opts.MetricsCertDir
+		o.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return o
 }

@@ -49,8 +49,8 @@ func TestDefaultsAreHardened(t *testing.T) {
 			g.Expect(o.GetNamespace()).To(Equal(releaseNamespace), "%s %s", o.GetKind(), o.GetName())
 		}
 	}
-	// The manager's ClusterRole and the three tenant ClusterRoles.
-	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 4, "ClusterRoleBinding": 1,
+	// The manager's ClusterRole, the reader of its metrics and the three tenant ClusterRoles.
+	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 1,
 		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1}))
 
 	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])

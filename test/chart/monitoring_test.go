@@ -31,7 +31,7 @@ func TestMonitoringObjectsAreOffByDefault(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(BeEmpty())
 	g.Expect(find(objs, "PrometheusRule")).To(BeEmpty())
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1+len(charttest.TenantRoleRules)), "only the manager's and the tenants'")
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(2+len(charttest.TenantRoleRules)), "only the manager's, its metrics reader and the tenants'")
 }
 
 // TestKubeStateMetricsConfigAndRBAC: the ConfigMap carries the shipped
@@ -77,7 +77,7 @@ func TestKubeStateMetricsConfigAndRBAC(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(find(objs, "ConfigMap")).To(HaveLen(1))
 	g.Expect(find(objs, "ConfigMap")[0].GetNamespace()).To(Equal(releaseNamespace))
-	g.Expect(find(objs, "ClusterRole")).To(HaveLen(1 + len(charttest.TenantRoleRules)))
+	g.Expect(find(objs, "ClusterRole")).To(HaveLen(2 + len(charttest.TenantRoleRules)))
 }
 
 // TestPrometheusRuleIsTheRuleFile: the PrometheusRule's spec is exactly
@@ -109,6 +109,18 @@ func TestServiceMonitorRelabelings(t *testing.T) {
 	endpoints, _, _ := unstructured.NestedSlice(sm[0].Object, "spec", "endpoints")
 	g.Expect(endpoints).To(HaveLen(1))
 	g.Expect(endpoints[0]).To(HaveKeyWithValue("metricRelabelings", []any{drop}))
+	// The metrics are served over HTTPS to authorised tokens (metrics.secure).
+	g.Expect(endpoints[0]).To(HaveKeyWithValue("scheme", "https"))
+	g.Expect(endpoints[0]).To(HaveKeyWithValue("bearerTokenFile", "/var/run/secrets/kubernetes.io/serviceaccount/token"))
+	var reader []string
+	for _, r := range find(objs, "ClusterRole") {
+		if r.GetName() == releaseName+"-metrics-reader" {
+			reader = append(reader, r.GetName())
+			rules, _, _ := unstructured.NestedSlice(r.Object, "rules")
+			g.Expect(rules).To(Equal([]any{map[string]any{"nonResourceURLs": []any{"/metrics"}, "verbs": []any{"get"}}}))
+		}
+	}
+	g.Expect(reader).To(HaveLen(1), "a ClusterRole to bind Prometheus to")
 }
 
 func TestGrafanaDashboardConfigMap(t *testing.T) {

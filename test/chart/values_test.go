@@ -19,7 +19,7 @@ func TestArgsFollowValues(t *testing.T) {
 	}{{
 		name: "defaults",
 		want: []string{"--leader-elect=true", "--leader-election-id=apiary.infra.exalsius.ai",
-			"--leader-election-namespace=" + releaseNamespace, "--metrics-bind-address=:8080",
+			"--leader-election-namespace=" + releaseNamespace, "--metrics-bind-address=:8080", "--metrics-secure",
 			"--health-probe-bind-address=:8081", "--colony-concurrency=4", "--workspaceclass-concurrency=2",
 			"--workspacedeployment-concurrency=8", "--tenantquota-concurrency=2", "--gpu-queueing-policy=StrictFIFO",
 			"--no-cross-namespace-refs=true", "--zap-log-level=info", "--zap-encoder=json",

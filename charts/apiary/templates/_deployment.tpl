@@ -70,6 +70,9 @@ spec:
             {{- end }}
             {{- if .Values.metrics.enabled }}
             - --metrics-bind-address=:{{ .Values.metrics.port }}
+            {{- if .Values.metrics.secure }}
+            - --metrics-secure
+            {{- end }}
             {{- else }}
             - --metrics-bind-address=0
             {{- end }}
