@@ -57,6 +57,8 @@ func knownFlags(t *testing.T) map[string]bool {
 	zfs := flag.NewFlagSet("zap", flag.ContinueOnError)
 	(&zap.Options{}).BindFlags(zfs)
 	zfs.VisitAll(func(f *flag.Flag) { out[f.Name] = true })
+	// The flag package answers -h and --help itself, for every command.
+	out["help"], out["h"] = true, true
 	if !out["leader-elect"] || !out["zap-log-level"] {
 		t.Fatalf("the flag scan found too little: %d flags", len(out))
 	}
