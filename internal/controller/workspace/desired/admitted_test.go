@@ -35,7 +35,7 @@ func TestCheckAdmitted(t *testing.T) {
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "k0rdent.mirantis.com/v1beta1", "kind": "ServiceSet",
 			"metadata": map[string]any{"name": "wsd-c-w", "namespace": "team"},
-			"spec": map[string]any{"services": []any{map[string]any{"name": "wsd-c-w", "values": values, "valuesFrom": refs}}}}}
+			"spec":     map[string]any{"services": []any{map[string]any{"name": "wsd-c-w", "values": values, "valuesFrom": refs}}}}}
 	}
 	secret := func(name, field, doc string) *unstructured.Unstructured {
 		if field == "data" {
