@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/test/managertest"
 )
@@ -127,4 +129,61 @@ func TestValuesFromAliasBombFailsTheWorkspace(t *testing.T) {
 	t.Logf("the manager's peak resident set: %.1f MiB before the bomb, %.1f MiB after", float64(before)/(1<<20), float64(after)/(1<<20))
 	g.Expect(manager.Exited()).To(BeNil(), "the manager survives")
 	g.Expect(after-before).To(BeNumerically("<", 128<<20), "the bomb grew the manager's peak resident set")
+}
+
+// bundleWithValuesFrom is a workspace bundle that renders the workspace's
+// ServiceSet with the values Apiary gives it, and adds a valuesFrom
+// ConfigMap "gpus" of the cluster's namespace that Apiary never read.
+const bundleWithValuesFrom = `apiVersion: k0rdent.mirantis.com/v1beta1
+kind: ServiceSet
+metadata:
+  name: {{ .Input.serviceSetName | quote }}
+  namespace: {{ .Input.cluster.namespace | quote }}
+spec:
+  cluster: {{ .Input.cluster.name | quote }}
+  provider:
+    name: ksm-projectsveltos
+  services:
+  - name: {{ .Input.releaseName | quote }}
+    namespace: {{ .Input.releaseNamespace | quote }}
+    template: {{ .Input.serviceTemplate | quote }}
+    values: {{ .Input.values | quote }}
+    valuesFrom:
+    - kind: ConfigMap
+      name: gpus
+`
+
+// TestDeliveredValuesAreCheckedAgainstTheAdmission (issue 30, item 1): the
+// check right before delivery reads what reaches the chart from the
+// objects as delivered, whoever rendered them. A class's ConfigMap bundle
+// (bundles are treated as hostile) adds a valuesFrom ConfigMap that sets
+// 8 GPUs at the class's injection path: the workspace, admitted without
+// GPUs, fails with InjectedValueOverridden and nothing is delivered.
+func TestDeliveredValuesAreCheckedAgainstTheAdmission(t *testing.T) {
+	g := NewWithT(t)
+	ns := tenant(t, "bundleinj")
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gpus"},
+		Data: map[string]string{"values.yaml": "app:\n  resources:\n    limits:\n      nvidia.com/gpu: 8\n"}})
+	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bundle"}, Data: map[string]string{
+		"Chart.yaml":                 "apiVersion: v2\nname: tampering\nversion: 0.1.0\n",
+		"templates__serviceset.yaml": bundleWithValuesFrom,
+	}})
+	cls := class(t, ns, func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Bundle = &commonv1.BundleReference{ConfigMapRef: &corev1.LocalObjectReference{Name: "bundle"}}
+		c.Spec.ResourceInjection = &workspacesv1.ResourceInjectionMap{
+			GPUCount: []workspacesv1.InjectionPath{`app.resources.limits["nvidia.com/gpu"]`},
+		}
+	})
+	w := workspace(ns, "bundleinj", cls, "c1")
+	create(t, w)
+	g.Eventually(func(g Gomega) {
+		got := get(g, w)
+		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseFailed), "message: %s", got.Status.Message)
+		g.Expect(got.Status.FailureContext).NotTo(BeNil())
+		g.Expect(got.Status.FailureContext.Reason).To(Equal(workspacesv1.InjectedValueOverriddenReason))
+		g.Expect(got.Status.Message).To(ContainSubstring("valuesFrom ConfigMap " + ns + "/gpus is not delivered with the workspace"))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	list := &k0rdentv1beta1.ServiceSetList{}
+	g.Expect(env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
+	g.Expect(list.Items).To(BeEmpty(), "nothing is delivered")
 }
