@@ -92,6 +92,13 @@ const InvalidResourcesReason = "InvalidResources"
 // is the resources and placement Apiary admitted and charged.
 const ReservedValuesReason = "ReservedValues"
 
+// InjectedValueOverriddenReason (Apiary's) fails a workspace whose objects,
+// as they would be delivered, would give the chart at a path where Apiary
+// injects the admitted resources or placement anything but what was
+// admitted: the values of a service merged with every valuesFrom document
+// it names, as Sveltos merges them, are checked right before delivery.
+const InjectedValueOverriddenReason = "InjectedValueOverridden"
+
 // PrerequisiteVersionConflictReason (Apiary's) fails a workspace whose
 // class's versionConstraint excludes the version that the cluster's shared
 // install of a prerequisite runs: a newer class upgraded it, and Apiary never

@@ -86,6 +86,11 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		}
 		objs = pauseServiceSet(obj, objs)
 	}
+	// The last step before delivery: what reaches the chart is what was admitted.
+	if err := desired.CheckAdmitted(objs, w.class, w.resolved, w.selector, w.demand); err != nil {
+		r.fail(ctx, obj, workspacesv1.InjectedValueOverriddenReason, err.Error())
+		return stopWith(0), nil
+	}
 	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), objs, d.Inventory)
 	reconciler.RecordApply(d, result)
 	var rev string

@@ -1,9 +1,12 @@
 package engine
 
 import (
+	"errors"
 	"math"
 	"reflect"
 	"strings"
+
+	"github.com/apiaryhq/apiary/internal/yamlbound"
 )
 
 // extraBytes estimates, for the functions whose result can be much larger
@@ -37,6 +40,37 @@ var extraBytes = map[string]func(args []reflect.Value, pre int64) int64{
 	"urlquery":                   func(_ []reflect.Value, pre int64) int64 { return mulSat(pre, 2) },
 	"b64enc":                     func(_ []reflect.Value, pre int64) int64 { return pre/2 + 4 },
 	"b32enc":                     func(_ []reflect.Value, pre int64) int64 { return pre + 8 },
+	"fromYaml":                   decodedYAMLBytes,
+	"fromYamlArray":              decodedYAMLBytes,
+	"fromJson":                   decodedTextBytes("[{,:"),
+	"fromJsonArray":              decodedTextBytes("[{,:"),
+	"fromToml":                   decodedTextBytes("[{,=\n"),
+}
+
+// decodedYAMLBytes estimates what decoding a YAML document allocates: the
+// JSON it expands to with every alias copied, and 16 bytes per value, as
+// the result is charged (yamlbound.Measure, linear in the text whatever
+// the aliases). A document that does not parse decodes to an error.
+func decodedYAMLBytes(a []reflect.Value, _ int64) int64 {
+	size, n, err := yamlbound.Measure([]byte(strArg(a, 0)), math.MaxInt64)
+	if errors.Is(err, yamlbound.ErrInvalid) {
+		return 0
+	}
+	return addSat(size, mulSat(n, 16))
+}
+
+// decodedTextBytes estimates what decoding JSON or TOML allocates (neither
+// has aliases): the text, and 16 bytes per value, counted by the
+// characters that can start one.
+func decodedTextBytes(starts string) func(a []reflect.Value, _ int64) int64 {
+	return func(a []reflect.Value, _ int64) int64 {
+		s := strArg(a, 0)
+		var n int64
+		for _, c := range starts {
+			n += int64(strings.Count(s, string(c)))
+		}
+		return addSat(int64(len(s)), mulSat(n+1, 16))
+	}
 }
 
 // extraSteps estimates the steps of functions that compare every pair of a
@@ -81,6 +115,14 @@ func strArg(a []reflect.Value, i int) string {
 func strArgLen(a []reflect.Value, i int) int64 { return int64(len(strArg(a, i))) }
 
 // mulSat multiplies without overflowing; negative factors give 0.
+// addSat is a+b for non-negative a and b, math.MaxInt64 when it overflows.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
 func mulSat(a, b int64) int64 {
 	if a <= 0 || b <= 0 {
 		return 0

@@ -159,6 +159,7 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 		return nil, &FieldError{Field: "spec.values", Reason: workspacesv1.ValuesInvalidReason, Message: err.Error()}
 	}
 	out := &Values{}
+	budget := values.NewBudget()
 	for i, ref := range obj.Spec.ValuesFrom {
 		field := fmt.Sprintf("spec.valuesFrom[%d]", i)
 		content, found, err := fetch(ref)
@@ -181,9 +182,10 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 		if ref.Kind == "Secret" {
 			target = &secret
 		}
-		merged, err := values.MergeFrom(*target, content, ref.TargetPath)
+		merged, err := values.MergeFromBudget(*target, content, ref.TargetPath, budget)
 		if err != nil {
-			return nil, &FieldError{Field: field, Reason: workspacesv1.ValuesInvalidReason, Message: err.Error()}
+			return nil, &FieldError{Field: field, Reason: workspacesv1.ValuesInvalidReason,
+				Message: fmt.Sprintf("%s %s/%s (key %q): %s", ref.Kind, obj.Namespace, ref.Name, ValuesKey(ref), err)}
 		}
 		// Neither tree held a reserved key before: this source set it.
 		if path, ok := values.ReservedPath(merged); ok {
@@ -202,7 +204,14 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 	if err != nil {
 		return nil, &FieldError{Field: "spec.resourceInjection of the class", Reason: workspacesv1.InvalidResourceInjectionReason, Message: err.Error()}
 	}
-	out.Public, out.Secret, out.Overwritten = public, secret, injected.Overwritten
+	// Sveltos merges the secret values over the public ones: where they
+	// reach an injection path, they give the chart what was admitted too.
+	admission, err := values.NewAdmission(resolved, placement, class.Spec.ResourceInjection)
+	if err != nil {
+		return nil, &FieldError{Field: "spec.resourceInjection of the class", Reason: workspacesv1.InvalidResourceInjectionReason, Message: err.Error()}
+	}
+	out.Public, out.Secret = public, secret
+	out.Overwritten = append(injected.Overwritten, admission.Enforce(secret)...)
 	return out, nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/gpu"
 )
 
 // ReservedKey is the top-level values key of the operator's standard paths.
@@ -130,90 +129,14 @@ func Inject(values map[string]any, resolved workspacesv1.WorkspaceResourceSpec, 
 	if values == nil {
 		return res, errors.New("cannot inject resources into nil values")
 	}
-	if err := ValidateInjection(injection); err != nil {
+	a, err := NewAdmission(resolved, placement, injection)
+	if err != nil {
 		return res, err
 	}
 	if err := CheckReserved(values); err != nil {
 		return res, err
 	}
-	per := resolved.PerReplica
-	if per == nil {
-		per = &workspacesv1.PerReplicaResources{}
-	}
-	vendor := placement.Vendor
-	if per.GPUVendor != nil && *per.GPUVendor != "" {
-		vendor = string(*per.GPUVendor)
-	}
-	resourceName := placement.ResourceName
-	if resourceName == "" && (vendor != "" || per.GPUCount != nil && *per.GPUCount > 0) {
-		// A bare gpuCount asks for NVIDIA GPUs: the exalsius operator gave
-		// it no resource name, so its charts requested no GPU (reference
-		// defect 9).
-		var err error
-		if resourceName, err = gpu.ResourceFor(vendor); err != nil {
-			return res, err
-		}
-	}
-	fieldValue := map[string]any{}
-	if resolved.Replicas != nil {
-		fieldValue["replicas"] = int(*resolved.Replicas)
-	}
-	if per.CPU != nil {
-		fieldValue["cpu"] = quantityString(per.CPU)
-	}
-	if per.Memory != nil {
-		fieldValue["memory"] = quantityString(per.Memory)
-	}
-	if per.Storage != nil {
-		fieldValue["storage"] = quantityString(per.Storage)
-	}
-	if per.GPUCount != nil {
-		fieldValue["gpuCount"] = int(*per.GPUCount)
-	}
-	if vendor != "" {
-		fieldValue["gpuVendor"] = vendor
-	}
-	if per.GPUType != nil {
-		fieldValue["gpuType"] = *per.GPUType
-	}
-
-	fields := injectFields(injection)
-	for _, f := range fields {
-		if v, ok := fieldValue[f.name]; ok {
-			SetPath(values, f.standard, v)
-		}
-	}
-	if resourceName != "" {
-		SetPath(values, pathResourceName, resourceName)
-	}
-	if len(placement.NodeSelector) > 0 {
-		sel := make(map[string]any, len(placement.NodeSelector))
-		for k, v := range placement.NodeSelector {
-			sel[k] = v
-		}
-		SetPath(values, pathNodeSelector, sel)
-	}
-
-	// Injection paths conflict with neither the standard paths nor each
-	// other (ValidateInjection), so what they displace is the user's.
-	for _, f := range fields {
-		v, ok := fieldValue[f.name]
-		for _, p := range f.paths {
-			segs, _ := ParsePath(string(p)) // validated above
-			if !ok {
-				// Nothing resolved: no user-chosen amount stays where the
-				// chart reads this field.
-				if prev, removed := deleteLeaf(values, segs); removed && prev != nil {
-					res.Overwritten = append(res.Overwritten, Overwrite{Path: string(p), Field: f.name, Removed: true})
-				}
-				continue
-			}
-			prev, existed := SetPath(values, segs, v)
-			if existed && prev != nil && segs[0] != ReservedKey && !sameValue(prev, v) {
-				res.Overwritten = append(res.Overwritten, Overwrite{Path: string(p), Field: f.name})
-			}
-		}
-	}
+	res.Overwritten = a.write(values, func([]string) bool { return true })
 	return res, nil
 }
 

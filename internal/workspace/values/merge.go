@@ -1,14 +1,14 @@
 package values
 
 import (
-	"errors"
 	"fmt"
 	"reflect"
 	"regexp"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/strvals"
-	"sigs.k8s.io/yaml"
+
+	"github.com/apiaryhq/apiary/internal/yamlbound"
 )
 
 // MergeValues overlays the deployment's values on the class's defaultValues.
@@ -73,15 +73,26 @@ var targetPathPattern = regexp.MustCompile(`^([a-zA-Z0-9_\-.\\/]|\[[0-9]{1,5}\])
 //     is set as a string, without the quotes at either end.
 //
 // It returns a new map; values is not modified. Errors never quote the
-// content, which may come from a Secret.
+// content, which may come from a Secret. The content is bounded as one
+// source of a fresh Budget (MergeFromBudget).
 func MergeFrom(values map[string]any, content []byte, targetPath string) (map[string]any, error) {
+	return MergeFromBudget(values, content, targetPath, NewBudget())
+}
+
+// MergeFromBudget is MergeFrom within budget: content above
+// MaxSourceBytes or the bytes left, or a document that would expand beyond
+// MaxExpandedBytes or what is left, is refused with an error wrapping
+// ErrTooLarge before it is decoded.
+func MergeFromBudget(values map[string]any, content []byte, targetPath string, budget *Budget) (map[string]any, error) {
 	if targetPath == "" {
-		var doc map[string]any
-		if err := yaml.Unmarshal(content, &doc); err != nil {
-			// The decoder's message may quote the content: leave it out.
-			return nil, errors.New("values content is not a YAML map")
+		doc, err := budget.decode(content)
+		if err != nil {
+			return nil, err
 		}
 		return DeepMerge(values, doc), nil
+	}
+	if err := budget.charge(int64(len(content))); err != nil {
+		return nil, err
 	}
 	if !targetPathPattern.MatchString(targetPath) {
 		return nil, fmt.Errorf("targetPath %q: only letters, digits, '_', '-', '.', '/', '\\' and [index] are allowed", targetPath)
@@ -130,7 +141,7 @@ func parseDocument(s string) (map[string]any, error) {
 		return out, nil
 	}
 	var v map[string]any
-	if err := yaml.Unmarshal([]byte(s), &v); err != nil {
+	if err := yamlbound.Unmarshal([]byte(s), &v, MaxExpandedBytes); err != nil {
 		return nil, err
 	}
 	for k, val := range v {
