@@ -3,18 +3,24 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/crashpoint"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/wake"
@@ -23,14 +29,30 @@ import (
 )
 
 // How a workspace stops and starts again (docs/lifecycle.md). Stopping
-// delivers the workspace's ServiceSet with k0rdent's pause annotation
-// (deploy, pauseServiceSet), so that its Sveltos profile runs no Helm
-// action, then scales the release's workload controllers on the child to
-// zero (package scaledown), gives back its GPU admission and quota charge,
-// and withdraws its routes (halt). Nothing is delivered for a stopped
-// workspace, so its values stay byte for byte what Helm last installed.
-// Starting queues it for GPUs and quota again, scales the controllers back
-// (resume), then delivers the ServiceSet without the pause.
+// pauses the ServiceSet last delivered for the workspace with k0rdent's
+// pause annotation, so that its Sveltos profile runs no Helm action: in
+// direct mode by a patch of the live ServiceSet (pauseDelivered), without
+// rendering the spec, so that a spec that no longer renders cannot keep a
+// workspace from stopping; in Git mode by committing the rendered
+// ServiceSet with the pause (deploy, pauseServiceSet), or, when the spec no
+// longer renders, by the live patch. It then scales the release's workload
+// controllers on the child to zero (package scaledown), gives back its GPU
+// admission and quota charge, and withdraws its routes (halt). Nothing is
+// delivered for a stopped workspace, so its values stay byte for byte what
+// Helm last installed, and it is checked again whenever a pod appears in its
+// child namespace, and at least every stoppedResync (watchStopped). Starting
+// queues it for GPUs and quota again, scales the controllers back and lifts
+// the live pause (resume), then delivers the ServiceSet without the pause.
+
+// stoppedResync bounds how long a stopped workspace goes without a full
+// check that its workloads stay scaled away (scaledown.Stop: one list per
+// workload kind on the child, 5 requests), on top of the child's pod
+// events, which trigger one as soon as a pod runs in its child namespace.
+// A check woken by a pod event reads the pod cache only: it costs no API
+// request while no pod runs there. At steady state a stopped workspace
+// costs 12 full checks, 60 list requests to its child's API server, an
+// hour.
+const stoppedResync = 5 * time.Minute
 
 // beginStop records the intent to stop, then lets the steps deliver the
 // paused ServiceSet; a workspace that finished stopping goes straight to
@@ -61,8 +83,68 @@ func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason work
 		}
 		crashpoint.Reach(crashpoint.WorkspaceStopRequested)
 	}
-	if l = lifecycleStatus(obj); l.StoppedAt != nil {
-		return r.halt(ctx, w)
+	if l = lifecycleStatus(obj); l.StoppedAt != nil || !everDelivered(obj) {
+		return r.halt(ctx, w) // stopped, or nothing to pause
+	}
+	g, err := reconciler.GitOf(ctx, r.Sink, obj.Namespace)
+	if err != nil {
+		return stopWith(0), err
+	}
+	if g != nil {
+		// Git mode commits the pause (deploy); pauseDelivered when the spec
+		// does not render.
+		return proceed, nil
+	}
+	return r.pauseDelivered(ctx, w, "")
+}
+
+// pauseDelivered pauses the ServiceSets the workspace's inventory holds
+// (what was last delivered for it) by a patch of the live objects, then
+// halts it: nothing of the spec is rendered. why, when set, is why the
+// stop could not commit the pause (Git mode), recorded with a Warning.
+func (r *Reconciler) pauseDelivered(ctx context.Context, w *workspaceRun, why string) (stepResult, error) {
+	obj := w.obj
+	if why != "" && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StoppingReason, "Stop",
+			"the workspace's spec does not render (%s); its ServiceSet is paused where it runs, and the workspace stops", why)
+	}
+	if d := obj.Status.Delivery; d != nil && d.Inventory != nil {
+		for _, e := range d.Inventory.Entries {
+			id, err := canon.ParseID(e.ID)
+			if err != nil || id.Kind != "ServiceSet" || id.Group != k0rdentv1beta1.GroupVersion.Group {
+				continue
+			}
+			if res, err := r.pauseLive(ctx, w, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}); err != nil || res.stop {
+				return res, err
+			}
+		}
+	}
+	return r.halt(ctx, w)
+}
+
+// pauseLive adds k0rdent's pause annotation to a live ServiceSet; one that
+// is gone or paused already is left as it is. One whose drift detection
+// would scale the workloads back is not paused: the stop is refused
+// (driftRevertsScale).
+func (r *Reconciler) pauseLive(ctx context.Context, w *workspaceRun, key client.ObjectKey) (stepResult, error) {
+	ss := &k0rdentv1beta1.ServiceSet{}
+	if err := r.Get(ctx, key, ss); err != nil {
+		return stopWith(0), client.IgnoreNotFound(err)
+	}
+	if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ss); err == nil {
+		u := &unstructured.Unstructured{Object: m}
+		u.SetKind("ServiceSet")
+		if why := driftRevertsScale(w.obj, []*unstructured.Unstructured{u}); why != "" {
+			r.fail(ctx, w.obj, workspacesv1.StopUnsupportedReason, why)
+			return stopWith(0), nil
+		}
+	}
+	if ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation] == "true" {
+		return proceed, nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, k0rdentv1beta1.ServiceSetPausedAnnotation))
+	if err := r.Patch(ctx, ss, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return stopWith(0), fmt.Errorf("pausing ServiceSet %s: %w", key, err)
 	}
 	return proceed, nil
 }
@@ -132,6 +214,9 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return proceed, nil
 	}
 	l := lifecycleStatus(obj)
+	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, r.now()) && r.stoppedQuiet(ctx, w) {
+		return r.watchStopped(ctx, w)
+	}
 	cc, err := r.Children.Client(ctx, w.cdKey)
 	if err != nil {
 		obj.Status.Message = fmt.Sprintf("stopping: waiting for access to the child cluster: %s", err)
@@ -143,9 +228,11 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopScaled)
-	if l.StoppedAt != nil && res.Reverted > 0 && r.EventRecorder != nil {
+	r.stopChecks.done(obj.UID, r.now())
+	if l.StoppedAt != nil && res.Reverted+res.Scaled > 0 && r.EventRecorder != nil {
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
-			"%d workload(s) of the stopped workspace were scaled up again; scaled back to zero", res.Reverted)
+			"%d workload(s) of the stopped workspace ran again (scaled up, or installed by a Helm action in flight when it stopped); scaled back to zero",
+			res.Reverted+res.Scaled)
 	}
 	if err := r.giveBack(ctx, w); err != nil {
 		return stopWith(0), err
@@ -167,7 +254,42 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 				l.StopReason)
 		}
 	}
-	return stopWith(0), nil
+	return r.watchStopped(ctx, w)
+}
+
+// stoppedQuiet reports whether no pod runs in a stopped workspace's child
+// namespace, from the child's pod cache: then there is nothing to scale
+// away and nothing to read. False when the cache cannot say.
+func (r *Reconciler) stoppedQuiet(ctx context.Context, w *workspaceRun) bool {
+	cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(w.obj), childcluster.WatchOptions{Pods: true})
+	if err != nil {
+		return false
+	}
+	pods, err := cc.ListPods(ctx)
+	if err != nil {
+		return false
+	}
+	ns := childNamespace(w.obj.Name)
+	for i := range pods {
+		p := &pods[i]
+		if p.Namespace == ns && p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+			return false
+		}
+	}
+	return true
+}
+
+// watchStopped keeps a stopped workspace in view: a pod event of its
+// child cluster wakes it (waitStopped), so that pods of a workload scaled
+// up, or installed by a Helm action in flight when it stopped, are scaled
+// away as they appear; stoppedResync bounds a missed event.
+func (r *Reconciler) watchStopped(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	if _, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(w.obj), childcluster.WatchOptions{Pods: true}); err != nil {
+		w.waitFor(clusterTopic(waitChild, w.cdKey))
+		return stopWith(30 * time.Second), nil
+	}
+	w.waitFor(clusterTopic(waitStopped, w.cdKey))
+	return stopWith(jitter.JitteredIntervalDuration(stoppedResync)), nil
 }
 
 // giveBack releases the workspace's GPU admission and quota charges, and
@@ -233,6 +355,13 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads back: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStartScaled)
+	// The pause may be on the live ServiceSet only (pauseDelivered), where
+	// delivering the ServiceSet without it does not lift it.
+	if err := r.unpause(ctx, obj); err != nil {
+		return stopWith(0), err
+	}
+	r.Children.Release(w.cdKey, workspaceWatchOwner(obj)) // watchStopped's
+	r.stopChecks.forget(obj.UID)
 	l := lifecycleStatus(obj)
 	l.StopRequestedAt, l.StoppedAt, l.StopReason = nil, nil, ""
 	metrics.ObserveStart()
@@ -263,4 +392,38 @@ func (r *Reconciler) unpause(ctx context.Context, obj *workspacesv1.WorkspaceDep
 		return fmt.Errorf("unpausing ServiceSet %s: %w", key, err)
 	}
 	return nil
+}
+
+// stopChecks remembers when each stopped workspace's workloads were last
+// checked in full (scaledown.Stop), so that pod events and requeues between
+// checks read only the pod cache.
+type stopChecks struct {
+	mu sync.Mutex
+	at map[types.UID]time.Time
+}
+
+// due reports whether a stopped workspace is due a full check: never
+// checked by this process, or not for stoppedResync.
+func (c *stopChecks) due(uid types.UID, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.at[uid]
+	return !ok || now.Sub(at) >= stoppedResync
+}
+
+// done records a full check.
+func (c *stopChecks) done(uid types.UID, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil {
+		c.at = map[types.UID]time.Time{}
+	}
+	c.at[uid] = now
+}
+
+// forget drops a workspace that started or went.
+func (c *stopChecks) forget(uid types.UID) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.at, uid)
 }
