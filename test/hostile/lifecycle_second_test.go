@@ -41,7 +41,7 @@ const stoppedBound = 30 * time.Second
 func TestLifecycle3SuspendStillExpires(t *testing.T) {
 	g := NewWithT(t)
 	ns := tenant(t, "suspexp")
-	cls := class(t, ns, func(c *workspacesv1.WorkspaceClass) {
+	cls := hubClass(t, ns, func(c *workspacesv1.WorkspaceClass) {
 		c.Spec.Lifecycle = &workspacesv1.ClassLifecycle{MaxLifetime: &metav1.Duration{Duration: 30 * time.Second},
 			ExpiryWarning: &metav1.Duration{Duration: 5 * time.Second}}
 	})
@@ -68,7 +68,7 @@ func TestLifecycle3SuspendStillExpires(t *testing.T) {
 func TestLifecycle4StopDoesNotRender(t *testing.T) {
 	g := NewWithT(t)
 	ns := tenant(t, "stopbroken")
-	w := workspace(ns, "stopbroken", class(t, ns, nil), "c1")
+	w := workspace(ns, "stopbroken", hubClass(t, ns, nil), "c1")
 	w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("1"))}}
 	create(t, w)
 	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
@@ -224,6 +224,22 @@ func TestLifecycle9StoppedWorkloadsRunNoLongerThanTheBound(t *testing.T) {
 	got := get(g, w)
 	g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseStopped))
 	g.Expect(got.Status.Admission).To(BeNil())
+}
+
+// hubClass creates a class of ns whose template installs a Deployment
+// (standin.ChartWorkspaceHub).
+func hubClass(t *testing.T, ns string, mutate func(*workspacesv1.WorkspaceClass)) string {
+	t.Helper()
+	tmpl := standin.NewServiceTemplate(ns, "hub", true, map[string]string{standin.AnnotationChart: standin.ChartWorkspaceHub})
+	if err := standin.CreateWithStatus(context.Background(), env.Client, tmpl); err != nil {
+		t.Fatal(err)
+	}
+	return class(t, ns, func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.ServiceTemplate.Name = "hub"
+		if mutate != nil {
+			mutate(c)
+		}
+	})
 }
 
 // setSpec changes a workspace's spec as its tenant would.
