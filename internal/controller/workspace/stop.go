@@ -3,12 +3,11 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"github.com/fluxcd/pkg/runtime/jitter"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -17,7 +16,6 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/crashpoint"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
@@ -44,19 +42,10 @@ import (
 // queues it for GPUs and quota again, scales the controllers back and lifts
 // the live pause (resume), then delivers the ServiceSet without the pause.
 
-// stoppedResync bounds how long a stopped workspace goes without a full
-// check that its workloads stay scaled away (scaledown.Stop: one list per
-// workload kind on the child, 5 requests), on top of the child's pod
-// events, which trigger one as soon as a pod runs in its child namespace.
-// A check woken by a pod event reads the pod cache only: it costs no API
-// request while no pod runs there. At steady state a stopped workspace
-// costs 12 full checks, 60 list requests to its child's API server, an
-// hour.
-const stoppedResync = 5 * time.Minute
-
-// beginStop records the intent to stop, then lets the steps deliver the
-// paused ServiceSet; a workspace that finished stopping goes straight to
-// halt, which only checks that its workloads stay scaled away.
+// beginStop records the intent to stop, then pauses what was delivered and
+// halts (pauseDelivered), or in Git mode lets the steps commit the paused
+// ServiceSet; a workspace that finished stopping goes straight to halt,
+// which only checks that its workloads stay scaled away.
 func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason workspacesv1.StopReason, now time.Time) (stepResult, error) {
 	obj := w.obj
 	l := lifecycleStatus(obj)
@@ -129,7 +118,10 @@ func (r *Reconciler) pauseDelivered(ctx context.Context, w *workspaceRun, why st
 func (r *Reconciler) pauseLive(ctx context.Context, w *workspaceRun, key client.ObjectKey) (stepResult, error) {
 	ss := &k0rdentv1beta1.ServiceSet{}
 	if err := r.Get(ctx, key, ss); err != nil {
-		return stopWith(0), client.IgnoreNotFound(err)
+		if apierrors.IsNotFound(err) {
+			return proceed, nil
+		}
+		return stopWith(0), fmt.Errorf("reading ServiceSet %s: %w", key, err)
 	}
 	if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ss); err == nil {
 		u := &unstructured.Unstructured{Object: m}
@@ -214,7 +206,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return proceed, nil
 	}
 	l := lifecycleStatus(obj)
-	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, r.now()) && r.stoppedQuiet(ctx, w) {
+	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, time.Now()) && r.stoppedQuiet(ctx, w) {
 		return r.watchStopped(ctx, w)
 	}
 	cc, err := r.Children.Client(ctx, w.cdKey)
@@ -228,7 +220,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopScaled)
-	r.stopChecks.done(obj.UID, r.now())
+	r.stopChecks.done(obj.UID, time.Now())
 	if l.StoppedAt != nil && res.Reverted+res.Scaled > 0 && r.EventRecorder != nil {
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
 			"%d workload(s) of the stopped workspace ran again (scaled up, or installed by a Helm action in flight when it stopped); scaled back to zero",
@@ -255,41 +247,6 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		}
 	}
 	return r.watchStopped(ctx, w)
-}
-
-// stoppedQuiet reports whether no pod runs in a stopped workspace's child
-// namespace, from the child's pod cache: then there is nothing to scale
-// away and nothing to read. False when the cache cannot say.
-func (r *Reconciler) stoppedQuiet(ctx context.Context, w *workspaceRun) bool {
-	cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(w.obj), childcluster.WatchOptions{Pods: true})
-	if err != nil {
-		return false
-	}
-	pods, err := cc.ListPods(ctx)
-	if err != nil {
-		return false
-	}
-	ns := childNamespace(w.obj.Name)
-	for i := range pods {
-		p := &pods[i]
-		if p.Namespace == ns && p.DeletionTimestamp.IsZero() && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			return false
-		}
-	}
-	return true
-}
-
-// watchStopped keeps a stopped workspace in view: a pod event of its
-// child cluster wakes it (waitStopped), so that pods of a workload scaled
-// up, or installed by a Helm action in flight when it stopped, are scaled
-// away as they appear; stoppedResync bounds a missed event.
-func (r *Reconciler) watchStopped(ctx context.Context, w *workspaceRun) (stepResult, error) {
-	if _, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(w.obj), childcluster.WatchOptions{Pods: true}); err != nil {
-		w.waitFor(clusterTopic(waitChild, w.cdKey))
-		return stopWith(30 * time.Second), nil
-	}
-	w.waitFor(clusterTopic(waitStopped, w.cdKey))
-	return stopWith(jitter.JitteredIntervalDuration(stoppedResync)), nil
 }
 
 // giveBack releases the workspace's GPU admission and quota charges, and
@@ -392,38 +349,4 @@ func (r *Reconciler) unpause(ctx context.Context, obj *workspacesv1.WorkspaceDep
 		return fmt.Errorf("unpausing ServiceSet %s: %w", key, err)
 	}
 	return nil
-}
-
-// stopChecks remembers when each stopped workspace's workloads were last
-// checked in full (scaledown.Stop), so that pod events and requeues between
-// checks read only the pod cache.
-type stopChecks struct {
-	mu sync.Mutex
-	at map[types.UID]time.Time
-}
-
-// due reports whether a stopped workspace is due a full check: never
-// checked by this process, or not for stoppedResync.
-func (c *stopChecks) due(uid types.UID, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at, ok := c.at[uid]
-	return !ok || now.Sub(at) >= stoppedResync
-}
-
-// done records a full check.
-func (c *stopChecks) done(uid types.UID, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.at == nil {
-		c.at = map[types.UID]time.Time{}
-	}
-	c.at[uid] = now
-}
-
-// forget drops a workspace that started or went.
-func (c *stopChecks) forget(uid types.UID) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.at, uid)
 }
