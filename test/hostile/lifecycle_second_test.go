@@ -112,7 +112,7 @@ func TestLifecycle5SuspendedWaiterLeavesTheGPUQueue(t *testing.T) {
 			GPUCount: ptr.To[int32](1), GPUType: ptr.To(model)}}
 		return w
 	}
-	holder, older, younger := withGPU("holder"), withGPU("older"), withGPU("younger")
+	holder, older, younger := withGPU("gpu-holder"), withGPU("gpu-older"), withGPU("gpu-younger")
 	suspendedWaiterLeaves(t, holder, older, younger)
 }
 
@@ -133,7 +133,7 @@ func TestLifecycle5SuspendedWaiterLeavesTheQuotaQueue(t *testing.T) {
 		w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("8"))}}
 		return w
 	}
-	holder, older, younger := withCPU("holder"), withCPU("older"), withCPU("younger")
+	holder, older, younger := withCPU("quota-holder"), withCPU("quota-older"), withCPU("quota-younger")
 	suspendedWaiterLeaves(t, holder, older, younger)
 }
 
@@ -176,7 +176,7 @@ func TestLifecycle9StoppedWorkloadsRunNoLongerThanTheBound(t *testing.T) {
 	tmpl := standin.NewServiceTemplate(ns, "hang", true, map[string]string{standin.AnnotationHang: "true"})
 	g.Expect(standin.CreateWithStatus(ctx, env.Client, tmpl)).To(Succeed())
 	cls := class(t, ns, func(c *workspacesv1.WorkspaceClass) { c.Spec.ServiceTemplate.Name = "hang" })
-	w := workspace(ns, "inflight", cls, "c1")
+	w := workspace(ns, "stop-inflight", cls, "c1")
 	create(t, w)
 	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseDeploying)
 	setSpec(t, w, func(w *workspacesv1.WorkspaceDeployment) {
