@@ -169,14 +169,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err := reconciler.EnsureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceDeploymentFinalizer); err != nil {
 		return ctrl.Result{}, err
 	}
-	if obj.Spec.Suspend {
-		log.FromContext(ctx).V(1).Info("reconciliation is suspended")
-		return ctrl.Result{}, nil
-	}
 	if obj.Status.Phase == "" {
 		obj.Status.Phase = workspacesv1.PhasePending
 	}
 	if v, ok := meta.ReconcileAnnotationValue(obj.GetAnnotations()); ok {
+		w.requested = v != obj.Status.LastHandledReconcileAt
 		obj.Status.LastHandledReconcileAt = v
 	}
 	return r.reconcile(ctx, w, sp)
@@ -194,6 +191,7 @@ func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconci
 		r.resolveClass,
 		r.resolveCluster,
 		r.lifecycle,
+		r.suspended,
 		r.resolveResources,
 		r.reconcilePrerequisites,
 		r.admit,
@@ -210,6 +208,28 @@ func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconci
 		}
 	}
 	return ctrl.Result{RequeueAfter: w.retry}, nil
+}
+
+// suspended ends the reconciliation of a suspended workspace after its
+// lifecycle: spec.suspend pauses delivery, as Flux's suspend does — nothing
+// is resolved, admitted, started or delivered for it — while its class's
+// bounds still bind it: expiry, maxLifetime, idle culling and a stop run
+// (lifecycle, which stops without delivering anything), and a stopped
+// workspace stays scaled away. A suspended workspace that waited leaves the
+// queues for GPUs and quota (claimsPlace); it keeps the time it queued.
+func (r *Reconciler) suspended(ctx context.Context, w *workspaceRun) (stepResult, error) {
+	obj := w.obj
+	if !obj.Spec.Suspend || w.stopping != "" {
+		return proceed, nil // a stop in Git mode commits the pause (deploy)
+	}
+	log.FromContext(ctx).V(1).Info("reconciliation is suspended")
+	if obj.Status.Phase == workspacesv1.PhaseWaiting {
+		obj.Status.Phase = workspacesv1.PhasePending
+		obj.Status.Message = "reconciliation is suspended: the workspace left the queues for GPUs and quota until spec.suspend is false"
+		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
+		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+	}
+	return stopWith(0), nil
 }
 
 // sooner is the earlier of two requeue delays, zero meaning none.
@@ -249,6 +269,9 @@ type workspaceRun struct {
 	stopping workspacesv1.StopReason
 	// starting is set when a stopped workspace is to run again.
 	starting bool
+	// requested is set when a reconcile was asked for (Flux's
+	// reconcile.fluxcd.io/requestedAt): a stopped workspace is checked in full.
+	requested bool
 }
 
 // stepResult ends the reconciliation when stop is set.

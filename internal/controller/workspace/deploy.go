@@ -44,6 +44,10 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 	set, problem, err := r.desired.Desired(ctx, desired.Input{Obj: obj, Class: w.class, CDKey: w.cdKey,
 		Resolved: w.resolved, Selector: w.selector, Demand: w.demand})
 	switch {
+	case w.stopping != "" && err != nil:
+		return r.pauseDelivered(ctx, w, err.Error())
+	case w.stopping != "" && problem != nil:
+		return r.pauseDelivered(ctx, w, problem.Message)
 	case err != nil:
 		return stopWith(0), err
 	case problem != nil && problem.Wait:

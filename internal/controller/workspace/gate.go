@@ -98,11 +98,21 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	switch {
 	case candidate:
 		out.Pending = req
-	case s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil:
+	case claimsPlace(s):
 		out.Pending = gpuRequest(*s.Status.ResolvedResources)
 		out.QuotaBlocked = conditions.IsFalse(s, workspacesv1.QuotaReservedCondition)
 	}
 	return out
+}
+
+// claimsPlace reports whether a sibling holds a place in the queues for
+// GPUs and quota: it waits, and will claim what they hand it. A workspace
+// that is suspended, asked to stop or being deleted will not, and holds no
+// place (it keeps the time it queued: resumed, it is as old as it was, and
+// blocked no one meanwhile).
+func claimsPlace(s *workspacesv1.WorkspaceDeployment) bool {
+	return s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil &&
+		!s.Spec.Suspend && (s.Spec.Lifecycle == nil || !s.Spec.Lifecycle.Stopped)
 }
 
 // delivered reports whether objects were delivered for a workspace and run:

@@ -64,6 +64,10 @@ func (r *Reconciler) lifecycle(ctx context.Context, w *workspaceRun) (stepResult
 	case lifecycle.Stop:
 		return r.beginStop(ctx, w, v.Reason, now)
 	}
+	if stopping(obj) && obj.Spec.Suspend {
+		// Starting delivers: a suspended workspace stays stopped.
+		return r.beginStop(ctx, w, obj.Status.Lifecycle.StopReason, now)
+	}
 	if stopping(obj) {
 		r.beginStart(w, now)
 		return proceed, nil

@@ -105,8 +105,7 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 	var older []*workspacesv1.WorkspaceDeployment
 	for i := range list.Items {
 		v := &list.Items[i]
-		if v.UID != obj.UID && v.DeletionTimestamp.IsZero() && v.Status.Phase == workspacesv1.PhaseWaiting &&
-			v.Status.ResolvedResources != nil && olderThan(v, obj) {
+		if v.UID != obj.UID && claimsPlace(v) && olderThan(v, obj) {
 			older = append(older, v)
 		}
 	}

@@ -83,7 +83,9 @@ func (r *Reconciler) resolveCluster(ctx context.Context, w *workspaceRun) (stepR
 // overrides and derives the GPU selector and demand the gate checks.
 func (r *Reconciler) resolveResources(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	w.resolved, w.selector, w.demand = plan.Resources(w.class, w.obj)
-	if err := checkResources(w.resolved); err != nil {
+	if err := checkResources(w.resolved); err != nil && w.stopping != "" {
+		return r.pauseDelivered(ctx, w, err.Error()) // Git mode: the stop goes on without rendering
+	} else if err != nil {
 		conditions.MarkFalse(w.obj, workspacesv1.ConfigResolvedCondition, workspacesv1.InvalidResourcesReason, "%s", err)
 		r.fail(ctx, w.obj, workspacesv1.InvalidResourcesReason, err.Error())
 		return stopWith(0), nil

@@ -7,14 +7,18 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/crashpoint"
+	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/wake"
@@ -23,18 +27,25 @@ import (
 )
 
 // How a workspace stops and starts again (docs/lifecycle.md). Stopping
-// delivers the workspace's ServiceSet with k0rdent's pause annotation
-// (deploy, pauseServiceSet), so that its Sveltos profile runs no Helm
-// action, then scales the release's workload controllers on the child to
-// zero (package scaledown), gives back its GPU admission and quota charge,
-// and withdraws its routes (halt). Nothing is delivered for a stopped
-// workspace, so its values stay byte for byte what Helm last installed.
-// Starting queues it for GPUs and quota again, scales the controllers back
-// (resume), then delivers the ServiceSet without the pause.
+// pauses the ServiceSet last delivered for the workspace with k0rdent's
+// pause annotation, so that its Sveltos profile runs no Helm action: in
+// direct mode by a patch of the live ServiceSet (pauseDelivered), without
+// rendering the spec, so that a spec that no longer renders cannot keep a
+// workspace from stopping; in Git mode by committing the rendered
+// ServiceSet with the pause (deploy, pauseServiceSet), or, when the spec no
+// longer renders, by the live patch. It then scales the release's workload
+// controllers on the child to zero (package scaledown), gives back its GPU
+// admission and quota charge, and withdraws its routes (halt). Nothing is
+// delivered for a stopped workspace, so its values stay byte for byte what
+// Helm last installed, and it is checked again whenever a pod appears in its
+// child namespace, and at least every stoppedResync (watchStopped). Starting
+// queues it for GPUs and quota again, scales the controllers back and lifts
+// the live pause (resume), then delivers the ServiceSet without the pause.
 
-// beginStop records the intent to stop, then lets the steps deliver the
-// paused ServiceSet; a workspace that finished stopping goes straight to
-// halt, which only checks that its workloads stay scaled away.
+// beginStop records the intent to stop, then pauses what was delivered and
+// halts (pauseDelivered), or in Git mode lets the steps commit the paused
+// ServiceSet; a workspace that finished stopping goes straight to halt,
+// which only checks that its workloads stay scaled away.
 func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason workspacesv1.StopReason, now time.Time) (stepResult, error) {
 	obj := w.obj
 	l := lifecycleStatus(obj)
@@ -61,8 +72,71 @@ func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason work
 		}
 		crashpoint.Reach(crashpoint.WorkspaceStopRequested)
 	}
-	if l = lifecycleStatus(obj); l.StoppedAt != nil {
-		return r.halt(ctx, w)
+	if l = lifecycleStatus(obj); l.StoppedAt != nil || !everDelivered(obj) {
+		return r.halt(ctx, w) // stopped, or nothing to pause
+	}
+	g, err := reconciler.GitOf(ctx, r.Sink, obj.Namespace)
+	if err != nil {
+		return stopWith(0), err
+	}
+	if g != nil {
+		// Git mode commits the pause (deploy); pauseDelivered when the spec
+		// does not render.
+		return proceed, nil
+	}
+	return r.pauseDelivered(ctx, w, "")
+}
+
+// pauseDelivered pauses the ServiceSets the workspace's inventory holds
+// (what was last delivered for it) by a patch of the live objects, then
+// halts it: nothing of the spec is rendered. why, when set, is why the
+// stop could not commit the pause (Git mode), recorded with a Warning.
+func (r *Reconciler) pauseDelivered(ctx context.Context, w *workspaceRun, why string) (stepResult, error) {
+	obj := w.obj
+	if why != "" && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StoppingReason, "Stop",
+			"the workspace's spec does not render (%s); its ServiceSet is paused where it runs, and the workspace stops", why)
+	}
+	if d := obj.Status.Delivery; d != nil && d.Inventory != nil {
+		for _, e := range d.Inventory.Entries {
+			id, err := canon.ParseID(e.ID)
+			if err != nil || id.Kind != "ServiceSet" || id.Group != k0rdentv1beta1.GroupVersion.Group {
+				continue
+			}
+			if res, err := r.pauseLive(ctx, w, client.ObjectKey{Namespace: id.Namespace, Name: id.Name}); err != nil || res.stop {
+				return res, err
+			}
+		}
+	}
+	return r.halt(ctx, w)
+}
+
+// pauseLive adds k0rdent's pause annotation to a live ServiceSet; one that
+// is gone or paused already is left as it is. One whose drift detection
+// would scale the workloads back is not paused: the stop is refused
+// (driftRevertsScale).
+func (r *Reconciler) pauseLive(ctx context.Context, w *workspaceRun, key client.ObjectKey) (stepResult, error) {
+	ss := &k0rdentv1beta1.ServiceSet{}
+	if err := r.Get(ctx, key, ss); err != nil {
+		if apierrors.IsNotFound(err) {
+			return proceed, nil
+		}
+		return stopWith(0), fmt.Errorf("reading ServiceSet %s: %w", key, err)
+	}
+	if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ss); err == nil {
+		u := &unstructured.Unstructured{Object: m}
+		u.SetKind("ServiceSet")
+		if why := driftRevertsScale(w.obj, []*unstructured.Unstructured{u}); why != "" {
+			r.fail(ctx, w.obj, workspacesv1.StopUnsupportedReason, why)
+			return stopWith(0), nil
+		}
+	}
+	if ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation] == "true" {
+		return proceed, nil
+	}
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:"true"}}}`, k0rdentv1beta1.ServiceSetPausedAnnotation))
+	if err := r.Patch(ctx, ss, client.RawPatch(types.MergePatchType, patch)); client.IgnoreNotFound(err) != nil {
+		return stopWith(0), fmt.Errorf("pausing ServiceSet %s: %w", key, err)
 	}
 	return proceed, nil
 }
@@ -132,6 +206,9 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return proceed, nil
 	}
 	l := lifecycleStatus(obj)
+	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, time.Now()) && r.stoppedQuiet(ctx, w) {
+		return r.watchStopped(ctx, w)
+	}
 	cc, err := r.Children.Client(ctx, w.cdKey)
 	if err != nil {
 		obj.Status.Message = fmt.Sprintf("stopping: waiting for access to the child cluster: %s", err)
@@ -143,9 +220,11 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopScaled)
-	if l.StoppedAt != nil && res.Reverted > 0 && r.EventRecorder != nil {
+	r.stopChecks.done(obj.UID, time.Now())
+	if l.StoppedAt != nil && res.Reverted+res.Scaled > 0 && r.EventRecorder != nil {
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
-			"%d workload(s) of the stopped workspace were scaled up again; scaled back to zero", res.Reverted)
+			"%d workload(s) of the stopped workspace ran again (scaled up, or installed by a Helm action in flight when it stopped); scaled back to zero",
+			res.Reverted+res.Scaled)
 	}
 	if err := r.giveBack(ctx, w); err != nil {
 		return stopWith(0), err
@@ -167,7 +246,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 				l.StopReason)
 		}
 	}
-	return stopWith(0), nil
+	return r.watchStopped(ctx, w)
 }
 
 // giveBack releases the workspace's GPU admission and quota charges, and
@@ -233,6 +312,13 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads back: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStartScaled)
+	// The pause may be on the live ServiceSet only (pauseDelivered), where
+	// delivering the ServiceSet without it does not lift it.
+	if err := r.unpause(ctx, obj); err != nil {
+		return stopWith(0), err
+	}
+	r.Children.Release(w.cdKey, workspaceWatchOwner(obj)) // watchStopped's
+	r.stopChecks.forget(obj.UID)
 	l := lifecycleStatus(obj)
 	l.StopRequestedAt, l.StoppedAt, l.StopReason = nil, nil, ""
 	metrics.ObserveStart()

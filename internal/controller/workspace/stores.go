@@ -39,10 +39,12 @@ type stores struct {
 	// namespaces keeps the workspaces' namespaces on their child clusters
 	// and remembers which it made sure of.
 	namespaces *childns.Namespaces
+	// stopChecks remembers when stopped workspaces were last checked in full.
+	stopChecks *stopChecks
 }
 
 func newStores() stores {
-	return stores{gate: newGPUGate(), waits: wake.New(),
+	return stores{gate: newGPUGate(), waits: wake.New(), stopChecks: &stopChecks{},
 		written: ownwrites.New[*workspacesv1.WorkspaceDeployment](0)}
 }
 
@@ -54,6 +56,7 @@ func (s *stores) forget(cd types.NamespacedName, obj *workspacesv1.WorkspaceDepl
 	s.namespaces.Forget(obj.UID)
 	s.written.Forget(obj.UID)
 	s.waits.Forget(key)
+	s.stopChecks.forget(obj.UID)
 }
 
 // gpuGate serialises GPU admissions per cluster and remembers, per

@@ -30,6 +30,10 @@ const (
 	// node and pod events and by workspaces of the cluster that change
 	// phase or go. Requeue: waitingResync.
 	waitCapacity = "GPUCapacity"
+	// waitStopped: a pod of the cluster (Key) appears or changes, which may
+	// be one of a stopped workspace's workloads running again; fired by the
+	// child's pod (and node) events. Requeue: stoppedResync.
+	waitStopped = "StoppedPods"
 	// waitChild: the child cluster (Key) can be reached; fired by events of
 	// its kubeconfig Secret. Requeue: 30 s.
 	waitChild = "ChildAccess"

@@ -257,8 +257,12 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 		return nil
 	}
 	var topics []wake.Topic
-	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil {
+	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil ||
+		claimsPlace(o) != claimsPlace(n) {
 		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n)))
+	}
+	if claimsPlace(o) != claimsPlace(n) {
+		topics = append(topics, wake.Topic{Kind: waitQuota}) // a waiter leaves the queues, or comes back
 	}
 	if o.Status.Routes != nil && len(o.Status.Routes.Ports) > 0 && (n.Status.Routes == nil || len(n.Status.Routes.Ports) == 0) {
 		topics = append(topics, wake.Topic{Kind: waitPorts}) // a stopped workspace's ports
@@ -293,9 +297,10 @@ func (r *Reconciler) quotaWaiters(context.Context, client.Object) []reconcile.Re
 }
 
 // waitingOnCluster maps a change of a child cluster's nodes or pods to the
-// workspaces that wait for its GPUs.
+// workspaces that wait for its GPUs and to its stopped workspaces.
 func (r *Reconciler) waitingOnCluster(_ context.Context, o client.Object) []reconcile.Request {
-	return r.wake(clusterTopic(waitCapacity, client.ObjectKeyFromObject(o)))
+	cd := client.ObjectKeyFromObject(o)
+	return r.wake(clusterTopic(waitCapacity, cd), clusterTopic(waitStopped, cd))
 }
 
 // workspacesOfSecret maps a Secret to the workspaces that take values from

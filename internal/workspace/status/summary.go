@@ -20,8 +20,9 @@ func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, commonv1.FailedReason, "%s", err)
 		conditions.MarkReconciling(obj, commonv1.ProgressingWithRetryReason, "%s", err)
 		conditions.Delete(obj, commonv1.StalledCondition)
-	case obj.Spec.Suspend:
-		// A suspended workspace keeps the status it had.
+	case obj.Spec.Suspend && phase != workspacesv1.PhaseStopped:
+		// A suspended workspace keeps the status it had, unless its class's
+		// lifecycle stops it (suspend pauses delivery, not the lifecycle).
 	case phase == workspacesv1.PhaseFailed:
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, conditions.GetReason(obj, commonv1.StalledCondition), "%s", obj.Status.Message)
 		conditions.Delete(obj, commonv1.ReconcilingCondition)
