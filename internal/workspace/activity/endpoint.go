@@ -152,9 +152,9 @@ const MaxService = 1 << 20
 
 // RefusedError is why a target was not asked: what it names is not what a
 // workspace's release makes. A Prober counts it as refused.
-type RefusedError struct{ Reason string }
+type RefusedError struct{ What string }
 
-func (e *RefusedError) Error() string { return "refused: " + e.Reason }
+func (e *RefusedError) Error() string { return "refused: " + e.What }
 
 // checkService reads the target's Service before it is asked through its
 // proxy, and refuses one of type ExternalName. The API server's Service
@@ -189,7 +189,7 @@ func checkService(ctx context.Context, hc *http.Client, base *url.URL, t Target)
 		return errors.New("reading the Service: not a Service of at most 1 MiB")
 	}
 	if svc.Spec.Type == string(corev1.ServiceTypeExternalName) {
-		return &RefusedError{Reason: "the Service is of type ExternalName, which the workspace's release does not make"}
+		return &RefusedError{What: "the Service is of type ExternalName, which the workspace's release does not make"}
 	}
 	return nil
 }
