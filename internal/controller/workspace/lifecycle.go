@@ -208,14 +208,30 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 		return proceed, nil
 	}
 	a := r.Activity.LastActivity(ctx, r.activityTarget(w, classLC.Idle))
-	checked := metav1.NewTime(now)
+	if a.Pending {
+		// The reader asks off this worker and wakes the workspace with
+		// its answer; the retry only covers a lost wake-up.
+		w.retry = sooner(w.retry, activityPendingRetry)
+		return proceed, nil
+	}
+	// Idle time is measured when the source was asked (a.At, on the same
+	// clock as now), not when its answer is read.
+	at := now
+	if !a.At.IsZero() && a.At.Before(now) {
+		at = a.At
+	}
+	checked := metav1.NewTime(at)
 	l.ActivityCheckedAt = &checked
 	if a.Known && (l.LastActivity == nil || a.Last.After(l.LastActivity.Time)) {
 		last := metav1.NewTime(a.Last)
 		l.LastActivity = &last
 	}
-	v := lifecycle.DecideIdle(classLC.Idle, now, l.RunningSince.Time, a)
-	w.retry = sooner(w.retry, v.Next.Sub(now))
+	if a.Refused && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.ActivityProbeRefusedReason, "ProbeActivity",
+			"the idle policy's activity was not asked (%s); the workspace is not culled as idle", a.Detail)
+	}
+	v := lifecycle.DecideIdle(classLC.Idle, at, l.RunningSince.Time, a)
+	w.retry = sooner(w.retry, max(v.Next.Sub(now), time.Second))
 	if !v.Cull {
 		return proceed, nil
 	}
@@ -236,6 +252,11 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 	}
 	return r.beginStop(ctx, w, workspacesv1.StopIdle, now)
 }
+
+// activityPendingRetry is how soon a workspace whose activity probe is in
+// flight is reconciled again if the reader's wake-up is lost: a probe
+// takes at most its timeout (5 s by default).
+const activityPendingRetry = 10 * time.Second
 
 // activityTarget is what the activity source is asked about.
 func (r *Reconciler) activityTarget(w *workspaceRun, p *workspacesv1.IdlePolicy) lifecycle.ActivityTarget {
