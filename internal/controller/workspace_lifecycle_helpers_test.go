@@ -69,7 +69,9 @@ func (f *fakeActivity) LastActivity(ctx context.Context, t lifecycle.ActivityTar
 
 // Subscribe hands on the probing reader's answers, when it sends them.
 func (f *fakeActivity) Subscribe() <-chan event.GenericEvent {
-	if s, ok := any(f.probes).(interface{ Subscribe() <-chan event.GenericEvent }); ok {
+	if s, ok := any(f.probes).(interface {
+		Subscribe() <-chan event.GenericEvent
+	}); ok {
 		return s.Subscribe()
 	}
 	return make(chan event.GenericEvent)
