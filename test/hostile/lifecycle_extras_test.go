@@ -7,12 +7,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/flux"
+	"github.com/apiaryhq/apiary/test/managertest"
 )
 
 // Test10ForgedFluxLabelsDoNotEscapeDelete (issue 30, item 10): a tenant
@@ -63,4 +67,47 @@ func Test10ForgedFluxLabelsDoNotEscapeDelete(t *testing.T) {
 		g.Expect(w.Status.Lifecycle).NotTo(BeNil())
 		g.Expect(w.Status.Lifecycle.StopRequestedAt).NotTo(BeNil(), "the workspace Flux applies is stopped")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// Test11StoppedWorkspacesKeepTheirPlace (issue 30, item 11): a tenant at
+// its TenantQuota's workspaces limit stops a workspace (whose namespace and
+// volumes stay) and creates another: the new one waits on the quota, the
+// stopped one still counts, and only its CPU is given back.
+func Test11StoppedWorkspacesKeepTheirPlace(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := tenant(t, "stopcount")
+	labelNamespace(t, ns, map[string]string{"tenant": ns})
+	quotaName := "stopcount-" + ns
+	create(t, &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: quotaName}, Spec: quotav1alpha1.TenantQuotaSpec{
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
+		Hard:              quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](1), CPU: ptr.To(resource.MustParse("8"))},
+	}})
+	cls := class(t, ns, nil)
+	first := workspace(ns, "first", cls, "c1")
+	first.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{Replicas: ptr.To[int32](1),
+		PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("2"))}}
+	create(t, first)
+	managertest.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseRunning)
+
+	w := get(g, first)
+	w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
+	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
+	managertest.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseStopped)
+
+	second := workspace(ns, "second", cls, "c1")
+	create(t, second)
+	g.Eventually(func(g Gomega) {
+		w := get(g, second)
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting), "message: %s", w.Status.Message)
+		c := condition(w, workspacesv1.QuotaReservedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(workspacesv1.QuotaExceededReason))
+		q := &quotav1alpha1.TenantQuota{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Name: quotaName}, q)).To(Succeed())
+		g.Expect(q.Status.Used.Workspaces).To(Equal(int64(1)), "the stopped workspace holds its place")
+		g.Expect(q.Status.Used.CPU == nil || q.Status.Used.CPU.IsZero()).To(BeTrue(), "its CPU is given back: %v", q.Status.Used.CPU)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	g.Consistently(func() workspacesv1.WorkspacePhase { return get(g, second).Status.Phase }, 3*time.Second, 200*time.Millisecond).
+		Should(Equal(workspacesv1.PhaseWaiting))
 }
