@@ -14,11 +14,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	activityprobe "github.com/apiaryhq/apiary/internal/workspace/activity"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 	"github.com/apiaryhq/apiary/test/standin"
@@ -40,19 +42,55 @@ func skewClock(t *testing.T, d time.Duration) {
 // fakeActivity is the manager's activity source in these tests: it answers
 // what a test set for a workspace (unknown otherwise) and counts the
 // questions.
+// The workspaces in probed are asked through probes, the production
+// reader over a Prober whose sources hang until their timeout.
 type fakeActivity struct {
 	mu      sync.Mutex
 	answers map[types.NamespacedName]lifecycle.Activity
 	asked   map[types.NamespacedName]int
+	probed  map[types.NamespacedName]bool
+	probes  *activityprobe.Reader
 }
 
-var activity = &fakeActivity{answers: map[types.NamespacedName]lifecycle.Activity{}, asked: map[types.NamespacedName]int{}}
+var activity = &fakeActivity{answers: map[types.NamespacedName]lifecycle.Activity{}, asked: map[types.NamespacedName]int{},
+	probed: map[types.NamespacedName]bool{}, probes: &activityprobe.Reader{Now: lifecycleNow, Prober: &activityprobe.Prober{
+		Sources: map[activityprobe.Format]activityprobe.Source{activityprobe.PrometheusGPU: hangingSource{}}, Timeout: 5 * time.Second}}}
 
-func (f *fakeActivity) LastActivity(_ context.Context, t lifecycle.ActivityTarget) lifecycle.Activity {
+func (f *fakeActivity) LastActivity(ctx context.Context, t lifecycle.ActivityTarget) lifecycle.Activity {
+	f.mu.Lock()
+	f.asked[t.Workspace]++
+	probed, a := f.probed[t.Workspace], f.answers[t.Workspace]
+	f.mu.Unlock()
+	if probed {
+		return f.probes.LastActivity(ctx, t)
+	}
+	return a
+}
+
+// Subscribe hands on the probing reader's answers, when it sends them.
+func (f *fakeActivity) Subscribe() <-chan event.GenericEvent {
+	if s, ok := any(f.probes).(interface {
+		Subscribe() <-chan event.GenericEvent
+	}); ok {
+		return s.Subscribe()
+	}
+	return make(chan event.GenericEvent)
+}
+
+// probe makes a workspace's activity asked through the hanging probes.
+func (f *fakeActivity) probe(key types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.asked[t.Workspace]++
-	return f.answers[t.Workspace]
+	f.probed[key] = true
+}
+
+// hangingSource is a tenant's endpoint that answers nothing until the
+// probe's timeout.
+type hangingSource struct{}
+
+func (hangingSource) Observe(ctx context.Context, _ activityprobe.Target, _ time.Time) (activityprobe.Observation, error) {
+	<-ctx.Done()
+	return activityprobe.Observation{}, ctx.Err()
 }
 
 func (f *fakeActivity) set(key types.NamespacedName, a lifecycle.Activity) {

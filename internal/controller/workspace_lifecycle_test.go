@@ -44,7 +44,8 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-l4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
 	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
 		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
-		Hard:              quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](1)},
+		Hard: quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](2),
+			GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 1}}},
 	}}
 	g.Expect(env.Client.Create(ctx, q)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
@@ -83,7 +84,11 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		got := &quotav1alpha1.TenantQuota{}
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
-		g.Expect(got.Status.Charges).To(ConsistOf(HaveField("Name", keyB.Name)), "only the running workspace is charged")
+		g.Expect(got.Status.Charges).To(ConsistOf(
+			And(HaveField("Name", keyB.Name), HaveField("GPUs", BeEquivalentTo(1))),
+			And(HaveField("Name", keyA.Name), HaveField("GPUs", BeZero()))),
+			"only the running workspace is charged GPUs; the stopped one keeps its place in the count")
+		g.Expect(got.Status.Used.Workspaces).To(BeEquivalentTo(2))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ns, keyA.Name)).To(ContainElement(workspacesv1.StoppedReason))

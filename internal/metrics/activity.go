@@ -16,10 +16,14 @@ const (
 	// ActivityError: the source could not be asked, failed, timed out or
 	// gave an answer that could not be read.
 	ActivityError = "error"
+	// ActivityRefused: the target was not asked because what it names is
+	// not what the workspace's release made (a Service of type
+	// ExternalName).
+	ActivityRefused = "refused"
 )
 
 // ActivityResults are every value of the result label.
-var ActivityResults = []string{ActivityKnown, ActivityUnknown, ActivityError}
+var ActivityResults = []string{ActivityKnown, ActivityUnknown, ActivityError, ActivityRefused}
 
 // ActivityProbeBuckets are the buckets of activity probe durations, 5 ms to 30 s.
 var ActivityProbeBuckets = prometheus.ExponentialBucketsRange(0.005, 30, 10)
@@ -27,7 +31,7 @@ var ActivityProbeBuckets = prometheus.ExponentialBucketsRange(0.005, 30, 10)
 var (
 	activityProbes = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: Namespace, Name: "workspace_activity_probes_total",
-		Help: "Probes asking a workspace when it was last active, by source (the probe's format) and result: known, unknown or error.",
+		Help: "Probes asking a workspace when it was last active, by source (the probe's format) and result: known, unknown, error or refused.",
 	}, []string{"source", "result"})
 	activityProbeDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: Namespace, Name: "workspace_activity_probe_duration_seconds",
@@ -41,7 +45,7 @@ var (
 // (anything else counts as ActivityError), and its duration.
 func ObserveActivityProbe(source, result string, d time.Duration) {
 	switch result {
-	case ActivityKnown, ActivityUnknown, ActivityError:
+	case ActivityKnown, ActivityUnknown, ActivityError, ActivityRefused:
 	default:
 		result = ActivityError
 	}

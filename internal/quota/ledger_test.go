@@ -208,3 +208,35 @@ func TestReserveReadsItsOwnWritesWhenTheCacheLags(t *testing.T) {
 	}
 	g.Expect(getQuota(g, "lag").Status.Used.Workspaces).To(Equal(int64(3)))
 }
+
+// TestStoppedWorkspacesKeepTheirPlaceInTheCount (issue 30, item 11): a
+// stopped workspace's charge is held (HoldAll): its GPUs go back, it still
+// counts towards the workspaces limit, so a tenant at its limit starts no
+// new workspace by stopping one, and the stopped one starts again in place.
+func TestStoppedWorkspacesKeepTheirPlaceInTheCount(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createQuota(t, "held", quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](2),
+		GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: 4}}})
+	l := replica(t)
+	for _, name := range []string{"held-a", "held-b"} {
+		refusal, err := l.Reserve(ctx, []string{"held"}, gpuRequest(name, 2))
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(refusal).To(BeNil())
+	}
+	g.Expect(l.HoldAll(ctx, "uid-held-a")).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		q := getQuota(g, "held")
+		g.Expect(Usage(q.Spec.Hard, q.Status.Charges).Workspaces).To(Equal(int64(2)))
+		g.Expect(Usage(q.Spec.Hard, q.Status.Charges).GPUs[0].Count).To(Equal(int64(2)), "the stopped one's GPUs went back")
+	}, 10*time.Second, 50*time.Millisecond).Should(Succeed())
+
+	refusal, err := l.Reserve(ctx, []string{"held"}, gpuRequest("held-c", 1))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refusal).NotTo(BeNil(), "the stopped workspace still holds its place")
+	g.Expect(refusal.Error()).To(ContainSubstring("workspaces"))
+
+	refusal, err = l.Reserve(ctx, []string{"held"}, gpuRequest("held-a", 2))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(refusal).To(BeNil(), "the stopped workspace starts again in its place")
+}

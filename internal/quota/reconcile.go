@@ -30,6 +30,10 @@ type Member struct {
 	Admitted *quotav1alpha1.QuotaCharge
 	// Deleting workspaces release their charges themselves.
 	Deleting bool
+	// Stopped is true for a workspace that stopped and gave its admission
+	// back (Admitted is nil): it holds a Held charge, its place in the
+	// workspaces count.
+	Stopped bool
 }
 
 // Edits are the corrections of a ledger: charges to remove (as they were
@@ -50,6 +54,8 @@ type Edits struct {
 //     unchecked: it runs already (a quota created, or a namespace that
 //     joined the tenant, after its admission), and lowering or adding a
 //     quota evicts nothing;
+//   - a stopped workspace (its admission given back) holds a Held charge,
+//     its place in the workspaces count, put unchecked when missing;
 //   - a charge that no admission in force accounts for is corrected once
 //     older than staleAfter: a workspace writes its charge before its
 //     status, and the charge of a workspace that stopped between the two
@@ -72,21 +78,32 @@ func Reconcile(ledger []quotav1alpha1.QuotaCharge, selected func(namespace strin
 			e.Unknown = append(e.Unknown, c)
 		case m.Deleting:
 		case m.Admitted != nil && SameCharge(c, *m.Admitted):
+		case m.Admitted == nil && m.Stopped && IsHeld(c):
 		default:
 			if age := now.Sub(c.ChargedAt.Time); age < staleAfter {
 				e.requeue(staleAfter - age)
 				continue
 			}
-			if m.Admitted != nil {
+			switch {
+			case m.Admitted != nil:
 				e.Put = append(e.Put, *m.Admitted)
-			} else {
+			case m.Stopped:
+				e.Put = append(e.Put, Held(c))
+			default:
 				e.Remove = append(e.Remove, c)
 			}
 		}
 	}
 	for _, m := range members {
-		if !charged[m.UID] && !m.Deleting && m.Admitted != nil && selected(m.Namespace) {
+		if charged[m.UID] || m.Deleting || !selected(m.Namespace) {
+			continue
+		}
+		switch {
+		case m.Admitted != nil:
 			e.Put = append(e.Put, *m.Admitted)
+		case m.Stopped: // stopped before it was held (an older Apiary), or joined the tenant stopped
+			e.Put = append(e.Put, quotav1alpha1.QuotaCharge{Namespace: m.Namespace, Name: m.Name, UID: m.UID,
+				ChargedAt: metav1.NewTime(now)})
 		}
 	}
 	return e

@@ -50,6 +50,12 @@ func TestReconcileLedger(t *testing.T) {
 			members: []Member{member(a, true)}, put: []int64{2}},
 		{name: "a stale charge without admission goes", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
 			members: []Member{member(a, false)}, remove: []string{"a"}},
+		{name: "a stopped workspace holds its place", ledger: []quotav1alpha1.QuotaCharge{Held(a)},
+			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}},
+		{name: "a stopped workspace without a charge gets its place", put: []int64{0},
+			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}},
+		{name: "a stopped workspace's stale charge keeps its place only", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
+			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}, put: []int64{0}},
 		{name: "a deleting workspace releases its own", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
 			members: []Member{func() Member { m := member(a, true); m.Deleting = true; return m }()}},
 	}

@@ -2,6 +2,7 @@ package quota
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -69,6 +70,48 @@ func (l *Ledger) ReleaseAll(ctx context.Context, uid types.UID) error {
 	}
 	if err := l.Release(ctx, names, uid); err != nil {
 		return fmt.Errorf("releasing the workspace's quota charges: %w", err)
+	}
+	return nil
+}
+
+// Held is what a stopped workspace holds of a quota, in place of its
+// charge c: its place in the workspaces count (its namespace, release and
+// volumes stay), and no GPUs, CPU or memory, which it gave back.
+func Held(c quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaCharge {
+	return quotav1alpha1.QuotaCharge{Namespace: c.Namespace, Name: c.Name, UID: c.UID, ChargedAt: c.ChargedAt}
+}
+
+// IsHeld reports whether a charge is a stopped workspace's (Held).
+func IsHeld(c quotav1alpha1.QuotaCharge) bool { return SameCharge(c, Held(c)) }
+
+// HoldAll replaces a stopping workspace's charges, in every quota that
+// holds one (listed with the ledger's Client, the cache), with Held: the
+// workspace keeps counting towards its tenant's workspaces limit while it
+// is stopped, and gives back its GPUs, CPU and memory. Each quota is
+// written with the ledger's optimistic concurrency.
+func (l *Ledger) HoldAll(ctx context.Context, uid types.UID) error {
+	list := &quotav1alpha1.TenantQuotaList{}
+	if err := l.Client.List(ctx, list); err != nil {
+		return fmt.Errorf("listing TenantQuotas: %w", err)
+	}
+	var errs []error
+	for i := range list.Items {
+		if Find(list.Items[i].Status.Charges, uid) == nil {
+			continue
+		}
+		if err := l.Write(ctx, list.Items[i].Name, func(q *quotav1alpha1.TenantQuota) bool {
+			cur := Find(q.Status.Charges, uid)
+			if cur == nil || IsHeld(*cur) {
+				return false
+			}
+			q.Status.Charges = Upsert(q.Status.Charges, Held(*cur))
+			return true
+		}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("holding the stopped workspace's quota charges: %w", err)
 	}
 	return nil
 }

@@ -21,6 +21,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/crashpoint"
+	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -205,13 +206,17 @@ func (f *fleet) quota() *quotav1alpha1.TenantQuota {
 	return q
 }
 
-// charged are the names of the workspaces the quota charges.
+// charged are the names of the workspaces the quota charges resources: a
+// stopped workspace's charge, which holds only its place in the workspaces
+// count (quota.Held), is not one.
 func (f *fleet) charged(g Gomega, q *quotav1alpha1.TenantQuota) []string {
 	got := &quotav1alpha1.TenantQuota{}
 	g.Expect(f.c.Get(context.Background(), client.ObjectKeyFromObject(q), got)).To(Succeed())
 	var out []string
 	for _, c := range got.Status.Charges {
-		out = append(out, c.Name)
+		if !quota.IsHeld(c) {
+			out = append(out, c.Name)
+		}
 	}
 	return out
 }

@@ -159,4 +159,8 @@ const (
 	// ExpiryDeleteRefusedReason: a workspace applied by Flux would come back
 	// if deleted, so the Delete expiry policy stops it instead.
 	ExpiryDeleteRefusedReason = "ExpiryDeleteRefused"
+	// ActivityProbeRefusedReason: the idle policy's endpoint names a
+	// Service that the workspace's release does not make (one of type
+	// ExternalName), so its activity is not asked and stays unknown.
+	ActivityProbeRefusedReason = "ActivityProbeRefused"
 )

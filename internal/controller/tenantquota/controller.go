@@ -162,6 +162,8 @@ func (r *Reconciler) edits(ctx context.Context, q *quotav1alpha1.TenantQuota, se
 			if a := ws.Status.Admission; a != nil {
 				c := quota.AdmissionRequest(ws, a).Charge(a.AdmittedAt)
 				m.Admitted = &c
+			} else if l := ws.Status.Lifecycle; l != nil && l.StopRequestedAt != nil {
+				m.Stopped = true // it holds its place in the workspaces count
 			}
 			members = append(members, m)
 		}

@@ -9,11 +9,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/delivery/flux"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
@@ -21,9 +23,15 @@ import (
 // ActivityReader reads workspaces' last activity (lifecycle.ActivityReader).
 type ActivityReader = lifecycle.ActivityReader
 
-// fluxManagedLabel marks an object Flux's kustomize-controller applied;
-// deleting it would only make Flux create it again.
-const fluxManagedLabel = "kustomize.toolkit.fluxcd.io/name"
+// fluxManagedLabel and fluxNamespaceLabel name the Kustomization that
+// Flux's kustomize-controller applied an object with; deleting an object
+// it applies would only make Flux create it again. A tenant can set both on
+// its own workspace, so they are believed only when that Kustomization's
+// inventory lists the workspace (appliedByFlux).
+const (
+	fluxManagedLabel   = "kustomize.toolkit.fluxcd.io/name"
+	fluxNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
+)
 
 // now is the lifecycle's clock.
 func (r *Reconciler) now() time.Time {
@@ -114,11 +122,11 @@ func (r *Reconciler) markExpiry(obj *workspacesv1.WorkspaceDeployment, v lifecyc
 }
 
 // expireDelete deletes an expired workspace under the Delete policy. One
-// that Flux applied would come back, so it is stopped instead, and a
-// condition says why.
+// that Flux applies would come back, so it is stopped instead, and a
+// condition says why; Flux's labels alone prove nothing (appliedByFlux).
 func (r *Reconciler) expireDelete(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
-	if _, ok := obj.Labels[fluxManagedLabel]; ok {
+	if r.appliedByFlux(ctx, obj) {
 		conditions.MarkFalse(obj, workspacesv1.ExpiresSoonCondition, workspacesv1.ExpiryDeleteRefusedReason,
 			"the workspace expired; Flux applies it, so it is stopped instead of deleted: remove it from its source")
 		return r.beginStop(ctx, w, workspacesv1.StopExpired, r.now())
@@ -136,6 +144,36 @@ func (r *Reconciler) expireDelete(ctx context.Context, w *workspaceRun) (stepRes
 		}
 	}
 	return stopWith(0), nil
+}
+
+// +kubebuilder:rbac:groups=kustomize.toolkit.fluxcd.io,resources=kustomizations,verbs=get
+
+// appliedByFlux reports whether Flux applies the workspace: its labels name
+// a Kustomization (namespace and name) that exists and whose inventory
+// (status.inventory.entries, ids <namespace>_<name>_<group>_<kind>) lists
+// it. Without that proof (no such labels, no Kustomization, no Flux CRDs,
+// no right to read it) it is not, and an expired workspace of a Delete
+// class is deleted.
+func (r *Reconciler) appliedByFlux(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) bool {
+	name, ns := obj.Labels[fluxManagedLabel], obj.Labels[fluxNamespaceLabel]
+	if name == "" || ns == "" {
+		return false
+	}
+	ks := &unstructured.Unstructured{}
+	ks.SetGroupVersionKind(flux.KustomizationGVK)
+	if err := r.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, ks); err != nil {
+		log.FromContext(ctx).V(1).Info("the workspace's Flux labels are not proved: its Kustomization cannot be read",
+			"kustomization", ns+"/"+name, "error", err.Error())
+		return false
+	}
+	want := obj.Namespace + "_" + obj.Name + "_" + workspacesv1.GroupVersion.Group + "_WorkspaceDeployment"
+	entries, _, _ := unstructured.NestedSlice(ks.Object, "status", "inventory", "entries")
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok && m["id"] == want {
+			return true
+		}
+	}
+	return false
 }
 
 // beginStart queues a stopped (or stopping) workspace that is to run again:
@@ -174,14 +212,30 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 		return proceed, nil
 	}
 	a := r.Activity.LastActivity(ctx, r.activityTarget(w, classLC.Idle))
-	checked := metav1.NewTime(now)
+	if a.Pending {
+		// The reader asks off this worker and wakes the workspace with
+		// its answer; the retry only covers a lost wake-up.
+		w.retry = sooner(w.retry, activityPendingRetry)
+		return proceed, nil
+	}
+	// Idle time is measured when the source was asked (a.At, on the same
+	// clock as now), not when its answer is read.
+	at := now
+	if !a.At.IsZero() && a.At.Before(now) {
+		at = a.At
+	}
+	checked := metav1.NewTime(at)
 	l.ActivityCheckedAt = &checked
 	if a.Known && (l.LastActivity == nil || a.Last.After(l.LastActivity.Time)) {
 		last := metav1.NewTime(a.Last)
 		l.LastActivity = &last
 	}
-	v := lifecycle.DecideIdle(classLC.Idle, now, l.RunningSince.Time, a)
-	w.retry = sooner(w.retry, v.Next.Sub(now))
+	if a.Refused && r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.ActivityProbeRefusedReason, "ProbeActivity",
+			"the idle policy's activity was not asked (%s); the workspace is not culled as idle", a.Detail)
+	}
+	v := lifecycle.DecideIdle(classLC.Idle, at, l.RunningSince.Time, a)
+	w.retry = sooner(w.retry, max(v.Next.Sub(now), time.Second))
 	if !v.Cull {
 		return proceed, nil
 	}
@@ -202,6 +256,11 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 	}
 	return r.beginStop(ctx, w, workspacesv1.StopIdle, now)
 }
+
+// activityPendingRetry is how soon a workspace whose activity probe is in
+// flight is reconciled again if the reader's wake-up is lost: a probe
+// takes at most its timeout (5 s by default).
+const activityPendingRetry = 10 * time.Second
 
 // activityTarget is what the activity source is asked about.
 func (r *Reconciler) activityTarget(w *workspaceRun, p *workspacesv1.IdlePolicy) lifecycle.ActivityTarget {

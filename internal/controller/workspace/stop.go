@@ -259,7 +259,9 @@ func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) error {
 		return nil
 	}
 	if r.Ledger != nil {
-		if err := r.Ledger.ReleaseAll(ctx, obj.UID); err != nil {
+		// A stopped workspace keeps its place in its tenant's workspaces
+		// count (its namespace and volumes stay) and gives back the rest.
+		if err := r.Ledger.HoldAll(ctx, obj.UID); err != nil {
 			return fmt.Errorf("giving back the workspace's quota: %w", err)
 		}
 	}

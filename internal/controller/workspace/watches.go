@@ -111,6 +111,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}); ok {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesink.OwnerKind), &handler.EnqueueRequestForObject{}))
 	}
+	// The activity reader's answers, which it probes off the workers.
+	if n, ok := r.Activity.(interface {
+		Subscribe() <-chan event.GenericEvent
+	}); ok {
+		b = b.WatchesRawSource(source.Channel(n.Subscribe(), &handler.EnqueueRequestForObject{}))
+	}
 	b = r.setupShardWatches(b)
 	return b.Complete(r)
 }

@@ -89,6 +89,9 @@ type Observation struct {
 	// Known is false when the source could not say: no answer, an error, an
 	// answer without a usable time. Unknown is never idle.
 	Known bool
+	// Refused is true when the target was not asked because what it names
+	// is not what the workspace's release makes (RefusedError).
+	Refused bool
 	// Detail says, in at most MaxDetail bytes of printable text, what the
 	// source answered or why it could not; it quotes no tenant text.
 	Detail string

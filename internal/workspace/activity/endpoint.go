@@ -3,8 +3,10 @@ package activity
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -13,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
@@ -114,6 +117,9 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 	if err != nil {
 		return Observation{}, fmt.Errorf("endpoint %s: building the HTTP client: %w", where, err)
 	}
+	if err := checkService(ctx, hc, base, t); err != nil {
+		return Observation{}, fmt.Errorf("endpoint %s: %w", where, err)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return Observation{}, fmt.Errorf("endpoint %s: building the request", where)
@@ -137,6 +143,55 @@ func (e *Endpoint) Observe(ctx context.Context, t Target, now time.Time) (Observ
 		return Observation{}, fmt.Errorf("endpoint %s: %w", where, err)
 	}
 	return obs, nil
+}
+
+// MaxService bounds the Service read before a probe, in bytes: the API
+// server stores objects of at most about 1.5 MiB, and a Service is a few KiB
+// unless its owner pads it.
+const MaxService = 1 << 20
+
+// RefusedError is why a target was not asked: what it names is not what a
+// workspace's release makes. A Prober counts it as refused.
+type RefusedError struct{ What string }
+
+func (e *RefusedError) Error() string { return "refused: " + e.What }
+
+// checkService reads the target's Service before it is asked through its
+// proxy, and refuses one of type ExternalName. The API server's Service
+// proxy (kube-apiserver 1.35, pkg/registry/core/service/storage
+// ResourceLocation) never follows spec.externalName: it proxies only to an
+// address of the Service's Endpoints that is a pod of the same namespace,
+// and so answers 404 or 503 for an ExternalName Service. A workspace's
+// chart never makes one under the name of its access endpoint's Service,
+// so one there was made by someone else, and a proxy of another version or
+// distribution might follow it: it is not asked.
+func checkService(ctx context.Context, hc *http.Client, base *url.URL, t Target) error {
+	u := base.JoinPath("/api/v1/namespaces/" + t.Namespace + "/services/" + t.Service)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return errors.New("building the request of the Service")
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("reading the Service: %w", transportErr(err))
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("reading the Service: HTTP %d", resp.StatusCode)
+	}
+	var svc struct {
+		Spec struct {
+			Type string `json:"type"`
+		} `json:"spec"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, MaxService)).Decode(&svc); err != nil {
+		return errors.New("reading the Service: not a Service of at most 1 MiB")
+	}
+	if svc.Spec.Type == string(corev1.ServiceTypeExternalName) {
+		return &RefusedError{What: "the Service is of type ExternalName, which the workspace's release does not make"}
+	}
+	return nil
 }
 
 // httpClient returns the HTTP client of a cluster, built once per REST

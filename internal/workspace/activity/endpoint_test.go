@@ -43,6 +43,8 @@ type fakeProxy struct {
 	requests atomic.Int32
 	conns    atomic.Int32
 	serve    atomic.Pointer[http.HandlerFunc]
+	// svcType is the type of every Service it serves; ClusterIP when empty.
+	svcType atomic.Value
 }
 
 func startProxy(t *testing.T, serve http.HandlerFunc) *fakeProxy {
@@ -53,6 +55,14 @@ func startProxy(t *testing.T, serve http.HandlerFunc) *fakeProxy {
 		p.requests.Add(1)
 		if r.Header.Get("Authorization") != "Bearer "+managerCredential {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		if !strings.Contains(r.URL.Path, "/proxy/") { // the Service, read before its proxy
+			typ, _ := p.svcType.Load().(string)
+			if typ == "" {
+				typ = "ClusterIP"
+			}
+			_, _ = w.Write([]byte(`{"kind":"Service","spec":{"type":"` + typ + `"}}`))
 			return
 		}
 		(*p.serve.Load())(w, r)
@@ -237,4 +247,24 @@ func TestEndpointKeepsAClientPerClusterConfig(t *testing.T) {
 	_, err := src.Observe(ctx, jupyterTarget(), now)
 	g.Expect(err).To(MatchError(ContainSubstring("HTTP 401")), "a changed config gives a new client, with the new credential")
 	g.Expect(p.conns.Load()).To(Equal(int32(2)))
+}
+
+func TestEndpointRefusesAnExternalNameService(t *testing.T) {
+	g := NewWithT(t)
+	var proxied atomic.Int32
+	p := startProxy(t, func(w http.ResponseWriter, r *http.Request) {
+		proxied.Add(1)
+		_, _ = w.Write([]byte(`{"last_activity":"2026-12-03T11:00:00Z"}`))
+	})
+	p.svcType.Store("ExternalName")
+	_, err := p.source("").Observe(context.Background(), jupyterTarget(), now)
+	var refused *RefusedError
+	g.Expect(errors.As(err, &refused)).To(BeTrue(), "%v", err)
+	g.Expect(err.Error()).To(ContainSubstring("ExternalName"))
+	g.Expect(proxied.Load()).To(BeZero(), "the proxy is not asked")
+
+	obs := (&Prober{Sources: map[Format]Source{JupyterStatus: p.source("")}}).Observe(context.Background(), jupyterTarget(), now)
+	g.Expect(obs.Known).To(BeFalse())
+	g.Expect(obs.Refused).To(BeTrue())
+	g.Expect(obs.Detail).To(ContainSubstring("refused: the Service is of type ExternalName"))
 }

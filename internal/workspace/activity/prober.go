@@ -40,6 +40,7 @@ func (p *Prober) Observe(ctx context.Context, t Target, now time.Time) Observati
 	obs, result := p.observe(ctx, t, now)
 	metrics.ObserveActivityProbe(t.Format.label(), result, time.Since(start))
 	obs.Detail = safeText(obs.Detail, t.Token)
+	obs.Refused = result == metrics.ActivityRefused
 	return obs
 }
 
@@ -82,7 +83,10 @@ func (p *Prober) observe(ctx context.Context, t Target, now time.Time) (Observat
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	var refused *RefusedError
 	switch {
+	case errors.As(err, &refused):
+		return Observation{Detail: refused.Error()}, metrics.ActivityRefused
 	case err != nil:
 		detail := childcluster.SafeError(redactErr(err, t.Token))
 		timedOut := errors.Is(err, context.DeadlineExceeded) || errors.Is(ctx.Err(), context.DeadlineExceeded)

@@ -19,6 +19,21 @@ type Activity struct {
 	Known bool
 	// Last is the newest activity the source reported.
 	Last time.Time
+	// At is when the source was asked, on the reader's clock (which is
+	// the reconciler's): idle time is measured at At, so that the source's
+	// "now" and the decision's are one instant. Zero for a reader that
+	// answers at once (then the decision's now is used).
+	At time.Time
+	// Pending is true when no answer is ready yet: the reader asks the
+	// source off the caller's goroutine and wakes the workspace when the
+	// answer comes. A pending activity decides nothing.
+	Pending bool
+	// Refused is true when the source was not asked because what it
+	// names is not what the workspace's release made; Detail says why.
+	Refused bool
+	// Detail says, in a bounded printable text, what the source answered
+	// or why it could not.
+	Detail string
 }
 
 // IdleVerdict is the idle policy's decision for a running workspace.
