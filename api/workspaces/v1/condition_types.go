@@ -153,3 +153,14 @@ const (
 	// if deleted, so the Delete expiry policy stops it instead.
 	ExpiryDeleteRefusedReason = "ExpiryDeleteRefused"
 )
+
+// Ownership: what a workspace finds already held by another (Apiary only).
+const (
+	// NameConflictReason: the workspace's ServiceSet name is held by another
+	// workspace (names join cluster and workspace with "-", so a-b/c and
+	// a/b-c share one); nothing of the other is touched.
+	NameConflictReason = "NameConflict"
+	// NotOwnerReason: a child-side action (scale, unpause, delete) was
+	// refused because what it would act on belongs to another workspace.
+	NotOwnerReason = "NotOwner"
+)
