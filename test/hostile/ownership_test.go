@@ -181,3 +181,38 @@ func Test30_6CollidingNamesAreRefused(t *testing.T) {
 		g.Expect(get(g, first).Status.Phase).To(Equal(workspacesv1.PhaseRunning))
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
 }
+
+// Test30_7PlantedSavedCountIsNotRestored: the tenant's chart passes
+// annotations from values, so the tenant plants
+// apiary.exalsius.ai/stopped-replicas=10000 on its running Deployment and 5
+// on one that is off. Stopping records the running one's own count on the
+// workspace's status, and starting restores that, never the planted values
+// (and never more than the workspace's admitted replicas).
+func Test30_7PlantedSavedCountIsNotRestored(t *testing.T) {
+	g := NewWithT(t)
+	ns := tenant(t, "planted")
+	w := workspace(ns, "planted-"+ns[len(ns)-5:], class(t, ns, nil), "c1")
+	create(t, w)
+	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	web := releaseDeployment(t, w, "web", 1, map[string]string{"apiary.exalsius.ai/stopped-replicas": "10000"})
+	idle := releaseDeployment(t, w, "idle", 0, map[string]string{"apiary.exalsius.ai/stopped-replicas": "5"})
+
+	setStopped(g, w, true)
+	g.Eventually(func(g Gomega) {
+		got := get(g, w)
+		g.Expect(got.Status.Lifecycle).NotTo(BeNil())
+		g.Expect(got.Status.Lifecycle.StoppedAt).NotTo(BeNil(), "stopped: %s", got.Status.Message)
+		g.Expect(replicasOf(g, web)).To(BeZero())
+		g.Expect(got.Status.Lifecycle.StoppedWorkloads).To(ConsistOf(
+			workspacesv1.StoppedWorkload{Kind: "Deployment", Name: "web", Replicas: 1}))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	setStopped(g, w, false)
+	g.Eventually(func(g Gomega) {
+		got := get(g, w)
+		g.Expect(got.Status.Phase).To(Equal(workspacesv1.PhaseRunning), "message: %s", got.Status.Message)
+		g.Expect(got.Status.Lifecycle.StoppedWorkloads).To(BeEmpty())
+		g.Expect(replicasOf(g, web)).To(Equal(int32(1)), "the planted count was restored")
+		g.Expect(replicasOf(g, idle)).To(BeZero(), "a Deployment Apiary never stopped was started")
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}

@@ -3,10 +3,14 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -23,24 +27,100 @@ import (
 // scaled, unpaused or deleted by its name alone: the object must carry the
 // workspace's marks first (docs/security.md).
 
-// scaleFunc is scaledown.Stop or scaledown.Start.
-type scaleFunc func(ctx context.Context, c client.Client, namespace, release string) (scaledown.Result, error)
-
-// scaleOwned runs scale on the workspace's release on its child when the
-// child namespace is the workspace's. One that is another workspace's is
-// not touched: a Warning (NotOwner) says so, and the result is empty, as
-// for a namespace that does not exist.
-func (r *Reconciler) scaleOwned(ctx context.Context, w *workspaceRun, cc client.Client, scale scaleFunc) (scaledown.Result, error) {
+// stopWorkloads scales the workspace's release on its child to zero when
+// the child namespace is the workspace's (foreignChild). The counts are
+// recorded on the workspace's status, where a tenant cannot write, and
+// written before the first scale (scaledown.Plan), so that a crash between
+// the writes loses none.
+func (r *Reconciler) stopWorkloads(ctx context.Context, w *workspaceRun, cc client.Client) (scaledown.Result, error) {
 	obj := w.obj
-	why, err := r.childForeign(ctx, cc, obj)
-	if err != nil || why != "" {
-		if why != "" && r.EventRecorder != nil {
-			r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.NotOwnerReason, "Scale",
-				"the workloads in %s were not scaled: %s", childNamespace(obj.Name), why)
-		}
+	if foreign, err := r.foreignChild(ctx, w, cc); err != nil || foreign {
 		return scaledown.Result{}, err
 	}
-	return scale(ctx, cc, childNamespace(obj.Name), releaseName(obj))
+	ns, release := childNamespace(obj.Name), releaseName(obj)
+	rec := recordOf(lifecycleStatus(obj).StoppedWorkloads)
+	planned, err := scaledown.Plan(ctx, cc, ns, release, rec)
+	if err != nil {
+		return scaledown.Result{}, err
+	}
+	if len(planned) > len(rec) {
+		lifecycleStatus(obj).StoppedWorkloads = workloadsOf(planned)
+		if err := w.persist(ctx); err != nil {
+			return scaledown.Result{}, fmt.Errorf("recording the workloads' replicas: %w", err)
+		}
+	}
+	res, err := scaledown.Stop(ctx, cc, ns, release, planned)
+	lifecycleStatus(obj).StoppedWorkloads = workloadsOf(res.Record)
+	return res, err
+}
+
+// startWorkloads gives the workspace's release on its child the counts
+// recorded when it stopped, never more than its admitted replicas, when the
+// child namespace is the workspace's; the record is then dropped.
+func (r *Reconciler) startWorkloads(ctx context.Context, w *workspaceRun, cc client.Client) (scaledown.Result, error) {
+	obj := w.obj
+	if foreign, err := r.foreignChild(ctx, w, cc); err != nil || foreign {
+		return scaledown.Result{}, err
+	}
+	l := lifecycleStatus(obj)
+	res, err := scaledown.Start(ctx, cc, childNamespace(obj.Name), releaseName(obj), recordOf(l.StoppedWorkloads), admittedReplicas(w))
+	if err != nil {
+		return res, err
+	}
+	for _, warning := range res.Warnings {
+		log.FromContext(ctx).Info("restoring a workload's replicas", "warning", warning)
+	}
+	l.StoppedWorkloads = nil
+	return res, nil
+}
+
+// admittedReplicas bounds what a start restores of each controller: the
+// replicas the gate admitted, else those the workspace resolved to.
+func admittedReplicas(w *workspaceRun) int64 {
+	if a := w.obj.Status.Admission; a != nil && a.Replicas > 0 {
+		return int64(a.Replicas)
+	}
+	if n := w.resolved.Replicas; n != nil {
+		return int64(*n)
+	}
+	return 1
+}
+
+// recordOf and workloadsOf convert between the status's list and
+// scaledown's Record (keyed Kind/name).
+func recordOf(ws []workspacesv1.StoppedWorkload) scaledown.Record {
+	rec := make(scaledown.Record, len(ws))
+	for _, s := range ws {
+		rec[s.Kind+"/"+s.Name] = int64(s.Replicas)
+	}
+	return rec
+}
+
+func workloadsOf(rec scaledown.Record) []workspacesv1.StoppedWorkload {
+	out := make([]workspacesv1.StoppedWorkload, 0, len(rec))
+	for _, key := range slices.Sorted(maps.Keys(rec)) {
+		kind, name, _ := strings.Cut(key, "/")
+		out = append(out, workspacesv1.StoppedWorkload{Kind: kind, Name: name, Replicas: int32(min(rec[key], scaledown.MaxSavedReplicas))})
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// foreignChild reports whether the workspace's child namespace is another
+// workspace's (childForeign), with a Warning (NotOwner) when it is.
+func (r *Reconciler) foreignChild(ctx context.Context, w *workspaceRun, cc client.Client) (bool, error) {
+	obj := w.obj
+	why, err := r.childForeign(ctx, cc, obj)
+	if err != nil || why == "" {
+		return false, err
+	}
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.NotOwnerReason, "Scale",
+			"the workloads in %s were not scaled: %s", childNamespace(obj.Name), why)
+	}
+	return true, nil
 }
 
 // childForeign says why the workspace's namespace on the child is not the

@@ -19,7 +19,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/wake"
-	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 )
 
 // How a workspace stops and starts again (docs/lifecycle.md). Stopping
@@ -138,7 +137,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		w.waitFor(clusterTopic(waitChild, w.cdKey))
 		return stopWith(30 * time.Second), nil
 	}
-	res, err := r.scaleOwned(ctx, w, cc, scaledown.Stop)
+	res, err := r.stopWorkloads(ctx, w, cc)
 	if err != nil {
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
@@ -228,7 +227,7 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 		w.waitFor(clusterTopic(waitChild, w.cdKey))
 		return stopWith(30 * time.Second), nil
 	}
-	res, err := r.scaleOwned(ctx, w, cc, scaledown.Start)
+	res, err := r.startWorkloads(ctx, w, cc)
 	if err != nil {
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads back: %w", err)
 	}
