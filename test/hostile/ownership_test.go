@@ -8,13 +8,17 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	apitypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/test/charttest"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -214,5 +218,121 @@ func Test30_7PlantedSavedCountIsNotRestored(t *testing.T) {
 		g.Expect(got.Status.Lifecycle.StoppedWorkloads).To(BeEmpty())
 		g.Expect(replicasOf(g, web)).To(Equal(int32(1)), "the planted count was restored")
 		g.Expect(replicasOf(g, idle)).To(BeZero(), "a Deployment Apiary never stopped was started")
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// installFinalizerGuard renders the chart as `helm template` does and
+// creates its ValidatingAdmissionPolicy and binding until the test ends.
+func installFinalizerGuard(t *testing.T) {
+	t.Helper()
+	ch, err := charttest.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := charttest.Render(ch, "guard", "guard-system", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var guard []*unstructured.Unstructured
+	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		found := charttest.Find(objs, kind)
+		if len(found) != 1 {
+			t.Fatalf("the chart renders %d %s, want 1", len(found), kind)
+		}
+		guard = append(guard, found[0])
+	}
+	for _, o := range guard {
+		if err := env.Client.Create(context.Background(), o); err != nil {
+			t.Fatalf("creating %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+		obj := o
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), obj) })
+	}
+}
+
+// Test30_12TenantCannotRemoveTheFinalizer: with the chart's policy
+// installed, a tenant bound to the chart's tenant-edit role may update its
+// workspace and its own finalizers, but not remove Apiary's (merge patch,
+// JSON patch or update, before or after it asked for deletion); the
+// manager's removal on deletion goes through.
+func Test30_12TenantCannotRemoveTheFinalizer(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	installFinalizerGuard(t)
+	roles := charttest.InstallTenantRoles(t, env.Client, "guard")
+	ns := tenant(t, "guard")
+	charttest.BindInNamespace(t, env.Client, ns, roles["-tenant-edit"].Name, "trudy")
+	trudy := charttest.Impersonate(t, env.Config, env.Scheme, "trudy")
+	merge := func(s string) client.Patch { return client.RawPatch(apitypes.MergePatchType, []byte(s)) }
+
+	w := workspace(ns, "guarded", class(t, ns, nil), "c1")
+	create(t, w)
+	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	g.Expect(get(g, w).Finalizers).To(ContainElement(workspacesv1.WorkspaceDeploymentFinalizer))
+
+	refused := func(g Gomega, err error) {
+		g.Expect(apierrors.IsForbidden(err) || apierrors.IsInvalid(err)).To(BeTrue(), "refused: %v", err)
+		g.Expect(err).To(MatchError(ContainSubstring(workspacesv1.WorkspaceDeploymentFinalizer)))
+	}
+	// The API server loads a new policy within a second or so: dry runs
+	// (admitted as the real request, never stored) show when it did.
+	g.Eventually(func(g Gomega) {
+		refused(g, trudy.Patch(ctx, get(g, w), merge(`{"metadata":{"finalizers":null}}`), client.DryRunAll))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	refused(g, trudy.Patch(ctx, get(g, w), merge(`{"metadata":{"finalizers":null}}`)))
+	refused(g, trudy.Patch(ctx, get(g, w), client.RawPatch(apitypes.JSONPatchType, []byte(`[{"op":"remove","path":"/metadata/finalizers/0"}]`))))
+	cur := get(g, w)
+	cur.Finalizers = nil
+	refused(g, trudy.Update(ctx, cur))
+
+	// Its own finalizers and its spec are its to change.
+	g.Expect(trudy.Patch(ctx, get(g, w), merge(`{"metadata":{"labels":{"team":"t"}}}`))).To(Succeed())
+	cur = get(g, w)
+	cur.Finalizers = append(cur.Finalizers, "example.com/mine")
+	g.Expect(trudy.Update(ctx, cur)).To(Succeed())
+	cur = get(g, w)
+	cur.Finalizers = []string{workspacesv1.WorkspaceDeploymentFinalizer}
+	g.Expect(trudy.Update(ctx, cur)).To(Succeed(), "removing a finalizer of its own")
+
+	// Deleted, it still cannot skip the cleanup; the manager finishes it.
+	g.Expect(trudy.Delete(ctx, get(g, w))).To(Succeed())
+	err := trudy.Patch(ctx, get(g, w), merge(`{"metadata":{"finalizers":null}}`))
+	if !apierrors.IsNotFound(err) {
+		refused(g, err)
+	}
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{}))
+	}, timeout, 200*time.Millisecond).Should(BeTrue(), "the manager removed its finalizer and the workspace is gone")
+}
+
+// Test30_12OrphanIsSwept: a workspace on a cluster of another namespace
+// (no ownerReference can tie its ServiceSet to it) loses its finalizer
+// (removed by someone exempt from the policy, or before it was installed)
+// and goes without its cleanup. The manager finds its ServiceSet by its
+// labels, removes it (the release goes, and its GPUs with it) and the
+// workspace's namespace on the child.
+func Test30_12OrphanIsSwept(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	crossNamespaceRefs(t)
+	clusters := tenant(t, "orphan-cd")
+	ns := tenant(t, "orphan")
+	w := workspace(ns, "orphan-"+ns[len(ns)-5:], class(t, ns, nil), "c1")
+	w.Spec.ClusterDeploymentRef.Namespace = clusters
+	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
+	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	ssKey := client.ObjectKey{Namespace: clusters, Name: plan.ServiceSetName("c1", w.Name)}
+	g.Expect(env.Client.Get(ctx, ssKey, &k0rdentv1beta1.ServiceSet{})).To(Succeed())
+
+	cur := get(g, w)
+	cur.Finalizers = nil
+	g.Expect(env.Client.Update(ctx, cur)).To(Succeed())
+	g.Expect(env.Client.Delete(ctx, cur)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		err := env.Client.Get(ctx, ssKey, &k0rdentv1beta1.ServiceSet{})
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the orphaned ServiceSet is removed: %v", err)
+		ns := &corev1.Namespace{}
+		err = child.Client.Get(ctx, client.ObjectKey{Name: plan.ChildNamespace(w.Name)}, ns)
+		g.Expect(apierrors.IsNotFound(err) || !ns.DeletionTimestamp.IsZero()).To(BeTrue(), "the child namespace is deleted")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 }

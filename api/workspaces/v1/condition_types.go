@@ -163,4 +163,8 @@ const (
 	// NotOwnerReason: a child-side action (scale, unpause, delete) was
 	// refused because what it would act on belongs to another workspace.
 	NotOwnerReason = "NotOwner"
+	// OrphanSweptReason (on a ServiceSet): its workspace is gone without
+	// its cleanup (its finalizer was removed); Apiary removed the
+	// ServiceSet, its values Secret and the workspace's child namespace.
+	OrphanSweptReason = "OrphanSwept"
 )

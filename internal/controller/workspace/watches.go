@@ -112,6 +112,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		b = b.WatchesRawSource(source.Channel(g.Subscribe(routesink.OwnerKind), &handler.EnqueueRequestForObject{}))
 	}
 	b = r.setupShardWatches(b)
+	if err := r.setupOrphans(mgr); err != nil {
+		return err
+	}
 	return b.Complete(r)
 }
 
