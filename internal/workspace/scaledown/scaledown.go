@@ -253,6 +253,7 @@ func startPatch(o object, rec Record, limit int64) (map[string]any, outcome, err
 	default:
 		return nil, unchanged, nil
 	}
+	n = max(n, 0) // the status's schema says so; never trusted
 	if n > limit {
 		warning = errors.Join(warning, fmt.Errorf("saved %d replicas, above the %d admitted; restoring %d", n, limit, limit))
 		n = limit
