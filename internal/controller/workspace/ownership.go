@@ -44,8 +44,16 @@ func (r *Reconciler) stopWorkloads(ctx context.Context, w *workspaceRun, cc clie
 		return scaledown.Result{}, err
 	}
 	if len(planned) > len(rec) {
-		lifecycleStatus(obj).StoppedWorkloads = workloadsOf(planned)
-		if err := w.persist(ctx); err != nil {
+		l := lifecycleStatus(obj)
+		l.StoppedWorkloads = workloadsOf(planned)
+		err := w.persist(ctx)
+		// The write may replace the status: the caller's pointer to the
+		// lifecycle status stays the one it holds, with what was written.
+		if fresh := obj.Status.Lifecycle; fresh != nil && fresh != l {
+			*l = *fresh
+		}
+		obj.Status.Lifecycle = l
+		if err != nil {
 			return scaledown.Result{}, fmt.Errorf("recording the workloads' replicas: %w", err)
 		}
 	}
