@@ -271,8 +271,12 @@ func (d *Direct) applyOne(ctx context.Context, owner Owner, it *item) (bool, err
 		return false, fmt.Errorf("%s: reading the live object: %w", name, err)
 	}
 	if live != nil {
-		if other := owner.heldByOther(live.GetLabels()); other != "" {
-			return false, fmt.Errorf("%s: held by %s, not applied for %s", name, other, owner)
+		other := owner.heldByOther(live.GetLabels())
+		if other == "" {
+			other = owner.referencedByOther(live)
+		}
+		if other != "" {
+			return false, &HeldByOtherError{Object: name, Holder: other, Owner: owner.String()}
 		}
 		if live.GetAnnotations()[AnnotationAppliedDigest] == it.digest {
 			m, err := d.toMap(live)

@@ -179,6 +179,7 @@ func TestDirectApply_LeavesObjectsTakenOverByAnotherOwner(t *testing.T) {
 
 	_, err = sink.Apply(ctx, owner, []*unstructured.Unstructured{cm}, res.Inventory)
 	g.Expect(err).To(MatchError(ContainSubstring("ConfigMap " + ns + "/shared: held by Colony " + ns + "/colony-b")))
+	g.Expect(IsHeldByOther(err)).To(BeTrue(), "a typed error the caller can name: %v", err)
 }
 
 func TestDirectApply_CorrectsDriftOfOwnFieldsOnly(t *testing.T) {

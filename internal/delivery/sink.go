@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -131,6 +132,45 @@ func (o Owner) heldByOther(labels map[string]string) string {
 		return ""
 	}
 	return Owner{Kind: kind, Namespace: labels[LabelOwnerNamespace], Name: name}.String()
+}
+
+// referencedByOther describes the owner of obj when obj carries no Apiary
+// owner label and an ownerReference names another object of o's kind (the
+// exalsius operator's object for another workspace whose name happens to be
+// the same); "" otherwise.
+func (o Owner) referencedByOther(obj metav1.Object) string {
+	if o.UID == "" || hasOwnerLabels(obj.GetLabels()) || references(obj, o.UID) {
+		return ""
+	}
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.Kind == o.Kind {
+			return fmt.Sprintf("%s %s (uid %s, by its ownerReference)", ref.Kind, ref.Name, ref.UID)
+		}
+	}
+	return ""
+}
+
+// Holds reports whether the live object belongs to o: it carries o's owner
+// labels or, carrying no Apiary owner label, names o's UID in its
+// ownerReferences. Callers check it before acting on an object by its name.
+func (o Owner) Holds(obj metav1.Object) bool { return o.ownsLive(obj) }
+
+// HeldByOtherError says that an object the sink was asked to apply exists
+// and belongs to another owner; nothing was written.
+type HeldByOtherError struct {
+	// Object describes the object, Holder its owner, Owner the one refused.
+	Object, Holder, Owner string
+}
+
+func (e *HeldByOtherError) Error() string {
+	return fmt.Sprintf("%s: held by %s, not applied for %s", e.Object, e.Holder, e.Owner)
+}
+
+// IsHeldByOther reports whether err (or one it joins or wraps) is a
+// HeldByOtherError.
+func IsHeldByOther(err error) bool {
+	var h *HeldByOtherError
+	return errors.As(err, &h)
 }
 
 // Result is what a sink did in one Apply.

@@ -45,13 +45,17 @@ func TestDefaultsAreHardened(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range objs {
 		kinds[o.GetKind()]++
-		if o.GetKind() != "ClusterRole" && o.GetKind() != "ClusterRoleBinding" {
+		switch o.GetKind() {
+		case "ClusterRole", "ClusterRoleBinding", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding":
+		default:
 			g.Expect(o.GetNamespace()).To(Equal(releaseNamespace), "%s %s", o.GetKind(), o.GetName())
 		}
 	}
-	// The manager's ClusterRole, the reader of its metrics and the three tenant ClusterRoles.
+	// The manager's ClusterRole, the reader of its metrics and the three
+	// tenant ClusterRoles; the policy that guards Apiary's finalizers.
 	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 1,
-		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1}))
+		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1,
+		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}))
 
 	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
 	pod := d.Spec.Template.Spec

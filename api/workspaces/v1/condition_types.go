@@ -164,3 +164,18 @@ const (
 	// ExternalName), so its activity is not asked and stays unknown.
 	ActivityProbeRefusedReason = "ActivityProbeRefused"
 )
+
+// Ownership: what a workspace finds already held by another (Apiary only).
+const (
+	// NameConflictReason: the workspace's ServiceSet name is held by another
+	// workspace (names join cluster and workspace with "-", so a-b/c and
+	// a/b-c share one); nothing of the other is touched.
+	NameConflictReason = "NameConflict"
+	// NotOwnerReason: a child-side action (scale, unpause, delete) was
+	// refused because what it would act on belongs to another workspace.
+	NotOwnerReason = "NotOwner"
+	// OrphanSweptReason (on a ServiceSet): its workspace is gone without
+	// its cleanup (its finalizer was removed); Apiary removed the
+	// ServiceSet, its values Secret and the workspace's child namespace.
+	OrphanSweptReason = "OrphanSwept"
+)

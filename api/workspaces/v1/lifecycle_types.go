@@ -215,4 +215,38 @@ type WorkspaceLifecycleStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	Ports []PortAssignment `json:"ports,omitempty"`
+
+	// StoppedWorkloads are the release's workload controllers Apiary
+	// scaled away when the workspace stopped, with what they had: what a
+	// start gives back, never more than the workspace is admitted. Apiary
+	// records them here, where a tenant cannot write, before it scales.
+	// +listType=map
+	// +listMapKey=kind
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=2500
+	// +optional
+	StoppedWorkloads []StoppedWorkload `json:"stoppedWorkloads,omitempty"`
+}
+
+// StoppedWorkload is a workload controller of a stopped workspace's
+// release on the child, and what it had before Apiary scaled it away.
+type StoppedWorkload struct {
+	// Kind is the controller's kind: Deployment, StatefulSet, ReplicaSet,
+	// LeaderWorkerSet or CronJob.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +required
+	Kind string `json:"kind"`
+
+	// Name is the controller's name in the workspace's namespace on the child.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +required
+	Name string `json:"name"`
+
+	// Replicas it had; a CronJob's is 1 (it was not suspended).
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
+	// +required
+	Replicas int32 `json:"replicas"`
 }

@@ -107,6 +107,9 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		case seal.IsNoRecipients(err):
 			r.fail(ctx, obj, commonv1.NoEncryptionRecipientsReason, fmt.Sprintf("the workspace carries secret values, which Git delivery commits only encrypted: %s", err))
 			return stopWith(0), nil
+		case delivery.IsHeldByOther(err):
+			r.fail(ctx, obj, workspacesv1.NameConflictReason, fmt.Sprintf("another workspace holds this workspace's objects by name: %s", err))
+			return stopWith(30 * time.Second), nil
 		case reconciler.AllInvalid(err):
 			r.fail(ctx, obj, commonv1.DeliveryFailedReason, fmt.Sprintf("the API server refused the workspace's objects: %s", err))
 			return stopWith(0), nil

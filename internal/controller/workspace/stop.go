@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -22,8 +23,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/wake"
-	"github.com/apiaryhq/apiary/internal/workspace/plan"
-	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 )
 
 // How a workspace stops and starts again (docs/lifecycle.md). Stopping
@@ -215,7 +214,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		w.waitFor(clusterTopic(waitChild, w.cdKey))
 		return stopWith(30 * time.Second), nil
 	}
-	res, err := scaledown.Stop(ctx, cc, childNamespace(obj.Name), releaseName(obj))
+	res, err := r.stopWorkloads(ctx, w, cc)
 	if err != nil {
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
@@ -309,7 +308,7 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 		w.waitFor(clusterTopic(waitChild, w.cdKey))
 		return stopWith(30 * time.Second), nil
 	}
-	res, err := scaledown.Start(ctx, cc, childNamespace(obj.Name), releaseName(obj))
+	res, err := r.startWorkloads(ctx, w, cc)
 	if err != nil {
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads back: %w", err)
 	}
@@ -336,14 +335,19 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 // unpause removes k0rdent's pause from a deleted workspace's ServiceSet: a
 // paused profile never runs its deletion, and k0rdent would hold the
 // ServiceSet forever. It patches the live object (in Git mode too, where
-// the commit that removes it is already made).
+// the commit that removes it is already made), and only the workspace's
+// own: a ServiceSet of that name another workspace holds keeps its pause.
 func (r *Reconciler) unpause(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) error {
-	ss := &k0rdentv1beta1.ServiceSet{}
-	key := client.ObjectKey{Namespace: plan.ClusterKey(obj).Namespace, Name: serviceSetName(obj)}
-	if err := r.Get(ctx, key, ss); err != nil {
-		return client.IgnoreNotFound(err)
+	ss, held, err := r.ownServiceSet(ctx, obj)
+	if err != nil || ss == nil {
+		return err
 	}
 	if _, ok := ss.Annotations[k0rdentv1beta1.ServiceSetPausedAnnotation]; !ok {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(ss)
+	if !held {
+		log.FromContext(ctx).Info("not unpausing a ServiceSet of another workspace", "serviceSet", key.String())
 		return nil
 	}
 	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:null}}}`, k0rdentv1beta1.ServiceSetPausedAnnotation))

@@ -30,22 +30,29 @@ func release(t *testing.T, ns string) map[client.Object]int64 {
 func TestACrashLosesNoCount(t *testing.T) {
 	ctx := context.Background()
 	const n = 8
+	// rec is the record the caller keeps before Stop writes (Plan).
+	var rec Record
 	for _, direction := range []struct {
 		name   string
 		before func(*testing.T, string) // runs before the partial pass
 		build  patchFunc
 	}{
-		{"during Stop", func(*testing.T, string) {}, stopPatch},
+		{"during Stop", func(*testing.T, string) {}, func(o object) (map[string]any, outcome, error) {
+			return stopPatch(o, rec, Record{})
+		}},
 		{"during Start", func(t *testing.T, ns string) {
-			_, err := Stop(ctx, child.Client, ns, "a")
+			_, err := Stop(ctx, child.Client, ns, "a", rec)
 			NewWithT(t).Expect(err).NotTo(HaveOccurred())
-		}, startPatch},
+		}, func(o object) (map[string]any, outcome, error) { return startPatch(o, rec, MaxSavedReplicas) }},
 	} {
 		for k := 0; k <= n; k++ {
 			t.Run(fmt.Sprintf("%s after %d writes", direction.name, k), func(t *testing.T) {
 				g := NewWithT(t)
 				ns := namespace(t)
 				want := release(t, ns)
+				var err error
+				rec, err = Plan(ctx, child.Client, ns, "a", nil)
+				g.Expect(err).NotTo(HaveOccurred())
 				direction.before(t, ns)
 
 				objs, err := defaultRunner.releaseObjects(ctx, child.Client, ns, "a")
@@ -56,14 +63,14 @@ func TestACrashLosesNoCount(t *testing.T) {
 					g.Expect(err).NotTo(HaveOccurred())
 				}
 
-				res, err := Stop(ctx, child.Client, ns, "a")
+				res, err := Stop(ctx, child.Client, ns, "a", rec)
 				g.Expect(err).NotTo(HaveOccurred())
 				g.Expect(res.Remaining).To(BeZero())
 				for obj := range want {
 					n, _ := state(t, obj)
 					g.Expect(n).To(BeZero(), "%s after Stop", obj.GetName())
 				}
-				_, err = Start(ctx, child.Client, ns, "a")
+				_, err = Start(ctx, child.Client, ns, "a", res.Record, MaxSavedReplicas)
 				g.Expect(err).NotTo(HaveOccurred())
 				for obj, replicas := range want {
 					n, ann := state(t, obj)

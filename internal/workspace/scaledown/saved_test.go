@@ -1,9 +1,11 @@
 package scaledown
 
 import (
+	"context"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -85,4 +87,38 @@ func TestDescendants(t *testing.T) {
 	}
 	g.Expect(names).To(ConsistOf("worker-0", "workers", "leader-0", "leaders"))
 	g.Expect(descendants(map[types.UID]bool{}, items)).To(BeEmpty())
+}
+
+// TestStartRestoresTheRecordNotThePlantedAnnotation: a tenant's chart
+// plants the saved-replicas annotation on a running controller and on one
+// that is off. Stop records the running one's live count, Start restores
+// that, capped by the limit, and leaves the one that is off alone; without
+// a record (stopped by an older Apiary) the annotation counts, capped too.
+func TestStartRestoresTheRecordNotThePlantedAnnotation(t *testing.T) {
+	g := NewWithT(t)
+	ctx, ns := context.Background(), namespace(t)
+	web := deployment(t, ns, "web", "a", 2)
+	idle := deployment(t, ns, "idle", "a", 0)
+	for _, d := range []*appsv1.Deployment{web, idle} {
+		d.Annotations[ReplicasAnnotation] = "10000"
+		g.Expect(child.Client.Update(ctx, d)).To(Succeed())
+	}
+	rec, err := Plan(ctx, child.Client, ns, "a", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(rec).To(Equal(Record{"Deployment/web": 2}))
+	res, err := Stop(ctx, child.Client, ns, "a", rec)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Record).To(Equal(rec))
+	expect(t, web, 0, ReplicasAnnotation, "2")
+	res, err = Start(ctx, child.Client, ns, "a", rec, 1)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Restored).To(Equal(1))
+	g.Expect(res.Warnings).To(ConsistOf(ContainSubstring("above the 1 admitted")))
+	expect(t, web, 1, ReplicasAnnotation, "")
+	expect(t, idle, 0, ReplicasAnnotation, "10000")
+
+	res, err = Start(ctx, child.Client, ns, "a", nil, 3)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Restored).To(Equal(1))
+	expect(t, idle, 3, ReplicasAnnotation, "")
 }

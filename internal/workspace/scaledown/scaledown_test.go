@@ -47,8 +47,9 @@ func TestStopScalesOnlyItsReleaseAndStartRestoresIt(t *testing.T) {
 	foreign.Annotations[helmReleaseNamespace] = "elsewhere"
 	g.Expect(child.Client.Update(ctx, foreign)).To(Succeed())
 
-	res, err := Stop(ctx, child.Client, ns, "a")
+	res, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(res.Record).To(Equal(Record{"Deployment/web": 3, "StatefulSet/db": 2, "CronJob/backup": 1}))
 	g.Expect(res.Scaled).To(Equal(3))
 	g.Expect(res.Reverted).To(BeZero())
 	g.Expect(res.Remaining).To(BeZero())
@@ -61,7 +62,7 @@ func TestStopScalesOnlyItsReleaseAndStartRestoresIt(t *testing.T) {
 	expect(t, other, 2, ReplicasAnnotation, "")
 	expect(t, foreign, 2, ReplicasAnnotation, "")
 
-	res, err = Start(ctx, child.Client, ns, "a")
+	res, err = Start(ctx, child.Client, ns, "a", res.Record, MaxSavedReplicas)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Restored).To(Equal(3))
 	g.Expect(res.Remaining).To(Equal(3))
@@ -78,12 +79,12 @@ func TestStopTwiceKeepsTheSavedCounts(t *testing.T) {
 	ctx, ns := context.Background(), namespace(t)
 	d := deployment(t, ns, "web", "a", 3)
 	cj := cronJob(t, ns, "backup", "a", false)
-	_, err := Stop(ctx, child.Client, ns, "a")
+	first, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 
-	res, err := Stop(ctx, child.Client, ns, "a")
+	res, err := Stop(ctx, child.Client, ns, "a", first.Record)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(res).To(Equal(Result{}))
+	g.Expect(res).To(Equal(Result{Record: first.Record}))
 	expect(t, d, 0, ReplicasAnnotation, "3")
 	expect(t, cj, 0, SuspendAnnotation, "false")
 }
@@ -93,7 +94,7 @@ func TestStopRevertsAHelmReset(t *testing.T) {
 	ctx, ns := context.Background(), namespace(t)
 	d := deployment(t, ns, "web", "a", 3)
 	cj := cronJob(t, ns, "backup", "a", false)
-	_, err := Stop(ctx, child.Client, ns, "a")
+	first, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	patchSpec(t, d, `{"replicas":1}`) // the chart pins replicas: 1
 	patchSpec(t, cj, `{"suspend":false}`)
@@ -102,7 +103,7 @@ func TestStopRevertsAHelmReset(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(obs.Remaining).To(Equal(2))
 
-	res, err := Stop(ctx, child.Client, ns, "a")
+	res, err := Stop(ctx, child.Client, ns, "a", first.Record)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Reverted).To(Equal(2))
 	g.Expect(res.Scaled).To(BeZero())
@@ -110,7 +111,7 @@ func TestStopRevertsAHelmReset(t *testing.T) {
 	expect(t, d, 0, ReplicasAnnotation, "3")
 	expect(t, cj, 0, SuspendAnnotation, "false")
 
-	_, err = Start(ctx, child.Client, ns, "a")
+	_, err = Start(ctx, child.Client, ns, "a", res.Record, MaxSavedReplicas)
 	g.Expect(err).NotTo(HaveOccurred())
 	expect(t, d, 3, ReplicasAnnotation, "")
 	expect(t, cj, 1, SuspendAnnotation, "")
@@ -121,7 +122,7 @@ func TestStartWithoutStopChangesNothing(t *testing.T) {
 	ctx, ns := context.Background(), namespace(t)
 	d := deployment(t, ns, "web", "a", 3)
 	cj := cronJob(t, ns, "backup", "a", true)
-	res, err := Start(ctx, child.Client, ns, "a")
+	res, err := Start(ctx, child.Client, ns, "a", nil, MaxSavedReplicas)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Restored).To(BeZero())
 	g.Expect(res.Objects).To(BeEmpty())
@@ -131,10 +132,10 @@ func TestStartWithoutStopChangesNothing(t *testing.T) {
 		g.Expect(obj.GetResourceVersion()).To(Equal(rv), "%s was written", obj.GetName())
 	}
 	// A CronJob suspended before Stop stays suspended after Start.
-	_, err = Stop(ctx, child.Client, ns, "a")
+	res, err = Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	expect(t, cj, 0, SuspendAnnotation, "")
-	_, err = Start(ctx, child.Client, ns, "a")
+	_, err = Start(ctx, child.Client, ns, "a", res.Record, MaxSavedReplicas)
 	g.Expect(err).NotTo(HaveOccurred())
 	expect(t, cj, 0, SuspendAnnotation, "")
 	expect(t, d, 3, ReplicasAnnotation, "")
@@ -148,7 +149,7 @@ func TestStopSkipsAReplicaSetADeploymentOwns(t *testing.T) {
 	ownedRS := replicaSet(t, ns, "web-abc", "a", 2, owner)
 	loose := replicaSet(t, ns, "loose", "a", 4, nil)
 
-	res, err := Stop(ctx, child.Client, ns, "a")
+	res, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Objects).To(ConsistOf("Deployment/web", "ReplicaSet/loose"))
 	expect(t, ownedRS, 2, ReplicasAnnotation, "")
@@ -169,7 +170,7 @@ func TestStartReadsABadSavedValueAsOne(t *testing.T) {
 		d := deployment(t, ns, fmt.Sprintf("d%d", i), "a", 0)
 		d.Annotations[ReplicasAnnotation] = tc.saved
 		NewWithT(t).Expect(child.Client.Update(ctx, d)).To(Succeed())
-		res, err := Start(ctx, child.Client, ns, "a")
+		res, err := Start(ctx, child.Client, ns, "a", nil, MaxSavedReplicas)
 		g := NewWithT(t)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(res.Restored).To(Equal(1), "saved %q", tc.saved)
@@ -189,12 +190,12 @@ func TestStopRefusesMoreObjectsThanTheLimit(t *testing.T) {
 	for i := range 3 {
 		deployment(t, ns, fmt.Sprintf("d%d", i), "a", 1)
 	}
-	res, err := r.run(ctx, child.Client, ns, "a", stopPatch)
+	res, err := r.run(ctx, child.Client, ns, "a", stopNew)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Scaled).To(Equal(3))
 
 	fourth := deployment(t, ns, "d3", "other", 1)
-	_, err = r.run(ctx, child.Client, ns, "a", stopPatch)
+	_, err = r.run(ctx, child.Client, ns, "a", stopNew)
 	g.Expect(err).To(MatchError(ContainSubstring("more than 3 Deployment")))
 	_, err = r.observe(ctx, child.Client, ns, "a")
 	g.Expect(err).To(MatchError(ContainSubstring("more than 3 Deployment")))
@@ -209,12 +210,12 @@ func TestStopSkipsKindsTheChildDoesNotServe(t *testing.T) {
 
 	optional := unserved
 	optional.optional = true
-	res, err := runner{kinds: append([]kind{optional}, kinds...), limit: ListLimit}.run(ctx, child.Client, ns, "a", stopPatch)
+	res, err := runner{kinds: append([]kind{optional}, kinds...), limit: ListLimit}.run(ctx, child.Client, ns, "a", stopNew)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Scaled).To(Equal(1))
 	expect(t, d, 0, ReplicasAnnotation, "2")
 
-	_, err = runner{kinds: append([]kind{unserved}, kinds...), limit: ListLimit}.run(ctx, child.Client, ns, "a", startPatch)
+	_, err = runner{kinds: append([]kind{unserved}, kinds...), limit: ListLimit}.run(ctx, child.Client, ns, "a", startLegacy)
 	g.Expect(err).To(MatchError(ContainSubstring("listing Widget")))
 }
 
@@ -223,12 +224,12 @@ func TestLeaderWorkerSet(t *testing.T) {
 	ctx, ns := context.Background(), namespace(t)
 	lws := leaderWorkerSet(t, ns, "llm", "a", 2)
 
-	res, err := Stop(ctx, child.Client, ns, "a")
+	res, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Objects).To(ConsistOf("LeaderWorkerSet/llm"))
 	expect(t, lws, 0, ReplicasAnnotation, "2")
 
-	_, err = Start(ctx, child.Client, ns, "a")
+	_, err = Start(ctx, child.Client, ns, "a", res.Record, MaxSavedReplicas)
 	g.Expect(err).NotTo(HaveOccurred())
 	expect(t, lws, 2, ReplicasAnnotation, "")
 }
@@ -252,10 +253,11 @@ func TestStopRetriesOnConflict(t *testing.T) {
 			return c.Patch(ctx, obj, p, opts...)
 		},
 	})
-	res, err := Stop(ctx, racing, ns, "a")
+	res, err := Stop(ctx, racing, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(raced).To(BeTrue())
 	g.Expect(res.Scaled).To(Equal(1))
+	g.Expect(res.Record).To(Equal(Record{"Deployment/web": 5}))
 	expect(t, d, 0, ReplicasAnnotation, "5")
 }
 
@@ -276,10 +278,17 @@ func TestObserveCountsThePodsOfTheRelease(t *testing.T) {
 	stranger.Name, stranger.Namespace = "stranger", ns
 	create(t, stranger)
 
-	_, err := Stop(ctx, child.Client, ns, "a")
+	_, err := Stop(ctx, child.Client, ns, "a", nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	res, err := Observe(ctx, child.Client, ns, "a")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Remaining).To(BeZero())
 	g.Expect(res.Pods).To(Equal(3))
+}
+
+// stopNew and startLegacy are Stop's and Start's patches without a record.
+func stopNew(o object) (map[string]any, outcome, error) { return stopPatch(o, nil, Record{}) }
+
+func startLegacy(o object) (map[string]any, outcome, error) {
+	return startPatch(o, nil, MaxSavedReplicas)
 }

@@ -184,6 +184,20 @@ func notOurs(ns *corev1.Namespace, obj *workspacesv1.WorkspaceDeployment) string
 	return ""
 }
 
+// Foreign says why the existing namespace ns on the child is not the
+// workspace's to act on (scale, unpause, delete what runs in it), "" when
+// it is: it must carry the workspace's mark and name the workspace's
+// namespace. An unadopted namespace of the exalsius operator names no
+// namespace (its mark is the name alone); unnamed reports that, for the
+// caller to decide by another of the workspace's marks.
+func Foreign(ns *corev1.Namespace, obj *workspacesv1.WorkspaceDeployment) (why string, unnamed bool) {
+	if msg := notOurs(ns, obj); msg != "" {
+		return msg, false
+	}
+	_, labelled := ns.Labels[plan.WorkspaceOwnerNamespaceLabel]
+	return "", !labelled
+}
+
 // Forget drops what is remembered of a workspace.
 func (n *Namespaces) Forget(uid types.UID) { n.enrolled.Delete(uid) }
 

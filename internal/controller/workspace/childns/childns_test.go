@@ -40,3 +40,24 @@ func TestNotOurs(t *testing.T) {
 		})
 	}
 }
+
+// TestForeign: a child-side action acts only on a namespace marked with
+// the workspace's name and namespace; the exalsius operator's, which names
+// no namespace, is left for the caller to decide by the ServiceSet.
+func TestForeign(t *testing.T) {
+	g := NewWithT(t)
+	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "team", Name: "nb"}}
+	ns := func(labels map[string]string) *corev1.Namespace {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ws-nb", Labels: labels}}
+	}
+	why, unnamed := Foreign(ns(map[string]string{plan.WorkspaceLabel: "nb", plan.WorkspaceOwnerNamespaceLabel: "team"}), w)
+	g.Expect(why).To(BeEmpty())
+	g.Expect(unnamed).To(BeFalse())
+	why, unnamed = Foreign(ns(map[string]string{plan.WorkspaceLabel: "nb"}), w)
+	g.Expect(why).To(BeEmpty())
+	g.Expect(unnamed).To(BeTrue())
+	why, _ = Foreign(ns(map[string]string{plan.WorkspaceLabel: "nb", plan.WorkspaceOwnerNamespaceLabel: "victim"}), w)
+	g.Expect(why).To(ContainSubstring(`in namespace "victim"`))
+	why, _ = Foreign(ns(nil), w)
+	g.Expect(why).To(ContainSubstring("without the label"))
+}
