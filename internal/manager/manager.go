@@ -217,9 +217,15 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if opts.Shard.Enabled() {
 		metrics.SetShardInfo(opts.Shard.Index, opts.Shard.Shards)
 	}
+	scheme := apiaryscheme.New()
+	// Apiary's kinds are read item by item: one object that does not
+	// decode cannot blind the controllers to the others (quarantine.go).
+	quarantined := newQuarantine(opts.RestConfig, scheme, opts.Logger)
+	cacheOpts := cacheOptions(opts)
+	cacheOpts.NewInformer = quarantined.newInformer
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
-		Scheme:                        apiaryscheme.New(),
-		Cache:                         cacheOptions(opts),
+		Scheme:                        scheme,
+		Cache:                         cacheOpts,
 		Logger:                        opts.Logger,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,
@@ -233,6 +239,7 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating manager: %w", err)
 	}
+	quarantined.report(mgr.GetClient(), mgr.GetEventRecorder("apiary-quarantine"))
 	if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 		return nil, nil, fmt.Errorf("adding health check: %w", err)
 	}

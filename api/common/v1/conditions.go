@@ -26,6 +26,10 @@ const (
 	ProgressingWithRetryReason = "ProgressingWithRetry"
 	DeletingReason             = "Deleting"
 	SuspendedReason            = "Suspended"
+	// UndecodableReason: the API server holds the object but Apiary cannot
+	// decode it (a value stored before its CRD refused such values); it is
+	// kept out of the manager's cache and nothing is done to it.
+	UndecodableReason = "Undecodable"
 
 	RenderFailedReason   = "RenderFailed"
 	BundleNotFoundReason = "BundleNotFound"

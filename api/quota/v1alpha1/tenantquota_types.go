@@ -52,10 +52,12 @@ type QuotaLimits struct {
 
 	// CPU caps replicas × perReplica.cpu of the workspaces' resolved resources.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 
 	// Memory caps replicas × perReplica.memory of the workspaces' resolved resources.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 }
 

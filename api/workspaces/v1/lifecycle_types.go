@@ -21,10 +21,17 @@ type WorkspaceLifecycle struct {
 	// whether it is then stopped or deleted (the exalsius API's
 	// to_be_deleted_at).
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Format=date-time
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`
 	ExpireAt *metav1.Time `json:"expireAt,omitempty"`
 
 	// Lifetime is how long after its creation the workspace ends.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
 }
 
@@ -46,10 +53,18 @@ const (
 type ClassLifecycle struct {
 	// DefaultLifetime applies to workspaces that set neither expireAt nor lifetime.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	DefaultLifetime *metav1.Duration `json:"defaultLifetime,omitempty"`
 
 	// MaxLifetime caps every workspace's life, whatever it asks for.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	MaxLifetime *metav1.Duration `json:"maxLifetime,omitempty"`
 
 	// ExpiryPolicy is what expiry does: Stop (the default) or Delete.
@@ -60,6 +75,10 @@ type ClassLifecycle struct {
 	// ExpiryWarning is how long before expiry the workspace gets a Warning
 	// event and the ExpiresSoon condition; one hour when unset.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	ExpiryWarning *metav1.Duration `json:"expiryWarning,omitempty"`
 
 	// Idle stops workspaces that have been idle for a while; off when unset.
@@ -73,11 +92,19 @@ type ClassLifecycle struct {
 type IdlePolicy struct {
 	// After is how long a workspace must be idle before it is stopped.
 	// +required
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	After metav1.Duration `json:"after"`
 
 	// MinRuntime is how long a workspace runs before it may be culled;
 	// After when unset.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	MinRuntime *metav1.Duration `json:"minRuntime,omitempty"`
 
 	// Source is where the workspace's last activity is read.

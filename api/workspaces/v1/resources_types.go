@@ -113,10 +113,13 @@ type ResourceInjectionMap struct {
 // ResourceTotals is an amount of cluster resources.
 type ResourceTotals struct {
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	Storage *resource.Quantity `json:"storage,omitempty"`
 	// +optional
 	GPUCount int32 `json:"gpuCount,omitempty"`

@@ -183,12 +183,14 @@ type WorkspaceClassSpec struct {
 	// DeployTimeout bounds the workspace release's install; 15m when unset.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	// +optional
 	DeployTimeout *metav1.Duration `json:"deployTimeout,omitempty"`
 
 	// PrerequisiteDeployTimeout bounds prerequisite installs; deployTimeout when unset.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Pattern="^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$"
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
 	// +optional
 	PrerequisiteDeployTimeout *metav1.Duration `json:"prerequisiteDeployTimeout,omitempty"`
 

@@ -265,8 +265,10 @@ type WorkspaceAdmission struct {
 
 	// CPU and Memory are the totals of all replicas, as charged to quotas.
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	CPU *resource.Quantity `json:"cpu,omitempty"`
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="size(string(self)) <= 64 && !string(self).matches('[eE][-+]?[0-9]{3}')",message="must be a quantity written in at most 64 characters with an exponent of at most two digits"
 	Memory *resource.Quantity `json:"memory,omitempty"`
 
 	// Quotas names the TenantQuotas the workspace is charged to.
