@@ -172,6 +172,14 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			}).SetupWithManager(mgr, workspace.Options{MaxConcurrentReconciles: c.WorkspaceWorkers})
 		},
 	})
+	entries = append(entries, Entry{
+		Name:     "workspace-orphans",
+		Requires: []schema.GroupVersionKind{clusterDeploymentKind, serviceSetKind},
+		Setup: func(mgr ctrl.Manager) error {
+			return (&workspace.OrphanSweeper{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				EventRecorder: mgr.GetEventRecorder("apiary-workspacedeployment"), Children: d.Children}).SetupWithManager(mgr)
+		},
+	})
 	if c.PrerequisiteGracePeriod > 0 {
 		entries = append(entries, Entry{
 			Name:     "prerequisite",

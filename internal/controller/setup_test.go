@@ -72,7 +72,7 @@ func TestTheOneListRegistersEveryControllerOnce(t *testing.T) {
 		}
 		names = append(names, e.Name)
 	}
-	g.Expect(names).To(Equal([]string{"colony", "workspaceclass", "workspacedeployment", "prerequisite", "route-sweeper", "tenantquota"}))
+	g.Expect(names).To(Equal([]string{"colony", "workspaceclass", "workspacedeployment", "workspace-orphans", "prerequisite", "route-sweeper", "tenantquota"}))
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -20,6 +21,8 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
@@ -29,7 +32,7 @@ import (
 // removes a gone workspace's files and Flux prunes them.
 const fluxNameLabel = "kustomize.toolkit.fluxcd.io/name"
 
-// orphans sweeps what a workspace delivered when the workspace is gone
+// OrphanSweeper sweeps what a workspace delivered when the workspace is gone
 // without its cleanup: someone removed its finalizer (before the chart's
 // ValidatingAdmissionPolicy, or an administrator), so reconcileDelete never
 // ran. Its ServiceSet, found by Apiary's owner and workspace labels, would
@@ -40,11 +43,22 @@ const fluxNameLabel = "kustomize.toolkit.fluxcd.io/name"
 // workspace's marks, with an event on the ServiceSet. It runs for every
 // ServiceSet the manager sees (so at start for all of them) and when a
 // workspace goes.
-type orphans struct{ r *Reconciler }
+//
+// It is a controller of its own, registered from the one list
+// (internal/controller/setup.go), and shares nothing with the workspace
+// reconciler but the client.
+type OrphanSweeper struct {
+	client.Client
+	// APIReader confirms past the cache that a workspace is gone.
+	APIReader     client.Reader
+	EventRecorder events.EventRecorder
+	// Children reaches the child clusters, for the workspace's namespace
+	// there; nil leaves child namespaces alone.
+	Children *childcluster.Manager
+}
 
-// setupOrphans registers the sweep as a controller of its own.
-func (r *Reconciler) setupOrphans(mgr ctrl.Manager) error {
-	o := &orphans{r: r}
+// SetupWithManager registers the sweep.
+func (o *OrphanSweeper) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("workspace-orphans").
 		For(&k0rdentv1beta1.ServiceSet{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(obj client.Object) bool {
@@ -73,10 +87,10 @@ func orphanOwner(obj client.Object) (namespace, name string, ok bool) {
 }
 
 // serviceSetsOf maps a workspace that went to the ServiceSets labelled as its.
-func (o *orphans) serviceSetsOf(ctx context.Context, w client.Object) []reconcile.Request {
+func (o *OrphanSweeper) serviceSetsOf(ctx context.Context, w client.Object) []reconcile.Request {
 	list := &k0rdentv1beta1.ServiceSetList{}
 	sel := client.MatchingLabels{plan.WorkspaceLabel: w.GetName(), plan.WorkspaceOwnerNamespaceLabel: naming.LabelValue(w.GetNamespace())}
-	if err := o.r.List(ctx, list, sel); err != nil {
+	if err := o.List(ctx, list, sel); err != nil {
 		log.FromContext(ctx).Error(err, "listing the ServiceSets of a workspace that went")
 		return nil
 	}
@@ -89,8 +103,8 @@ func (o *orphans) serviceSetsOf(ctx context.Context, w client.Object) []reconcil
 
 // Reconcile sweeps one ServiceSet when its workspace is gone, in the cache
 // and on the API server.
-func (o *orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	r := o.r
+func (o *OrphanSweeper) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	r := o
 	ss := &k0rdentv1beta1.ServiceSet{}
 	if err := r.Get(ctx, req.NamespacedName, ss); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -125,11 +139,16 @@ func (o *orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 			return ctrl.Result{}, fmt.Errorf("deleting orphaned values Secret %s: %w", skey, err)
 		}
 	}
-	if r.Children == nil || r.namespaces == nil {
+	if r.Children == nil {
 		return ctrl.Result{}, nil
 	}
 	// The namespace goes only when it names the workspace's namespace too.
-	if err := r.deleteChildNamespace(ctx, stub, types.NamespacedName{Namespace: ss.Namespace, Name: ss.Spec.Cluster}); err != nil {
+	cdKey := types.NamespacedName{Namespace: ss.Namespace, Name: ss.Spec.Cluster}
+	cd := &k0rdentv1beta1.ClusterDeployment{}
+	if err := r.Get(ctx, cdKey, cd); err != nil || !cd.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if err := (&childns.Namespaces{Children: r.Children}).Delete(ctx, stub, cdKey); err != nil {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
@@ -137,16 +156,16 @@ func (o *orphans) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result,
 
 // gone reports whether the workspace is absent from the cache and, read
 // again past it, from the API server.
-func (o *orphans) gone(ctx context.Context, key types.NamespacedName) (bool, error) {
+func (o *OrphanSweeper) gone(ctx context.Context, key types.NamespacedName) (bool, error) {
 	w := &workspacesv1.WorkspaceDeployment{}
-	err := o.r.Get(ctx, key, w)
+	err := o.Get(ctx, key, w)
 	if !apierrors.IsNotFound(err) {
 		return false, client.IgnoreNotFound(err)
 	}
-	if o.r.APIReader == nil {
+	if o.APIReader == nil {
 		return false, nil
 	}
-	err = o.r.APIReader.Get(ctx, key, w)
+	err = o.APIReader.Get(ctx, key, w)
 	if apierrors.IsNotFound(err) {
 		return true, nil
 	}

@@ -118,9 +118,6 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		b = b.WatchesRawSource(source.Channel(n.Subscribe(), &handler.EnqueueRequestForObject{}))
 	}
 	b = r.setupShardWatches(b)
-	if err := r.setupOrphans(mgr); err != nil {
-		return err
-	}
 	return b.Complete(r)
 }
 
