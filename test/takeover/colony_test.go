@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
@@ -78,14 +79,19 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 	}
 
 	// Later removals in the Colony reach the ClusterDeployment.
-	col := &infrav1.Colony{}
-	g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old.Colony), col)).To(Succeed())
-	delete(col.Spec.ColonyClusters[0].ClusterLabels, "tier")
 	spec["config"] = map[string]any{"region": "eu"}
 	raw, err := json.Marshal(spec)
 	g.Expect(err).NotTo(HaveOccurred())
-	col.Spec.ColonyClusters[0].ClusterDeploymentSpec = &runtime.RawExtension{Raw: raw}
-	g.Expect(env.Client.Update(ctx, col)).To(Succeed())
+	// The manager writes the Colony's status meanwhile: a conflict is read again.
+	col := &infrav1.Colony{}
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(old.Colony), col); err != nil {
+			return err
+		}
+		delete(col.Spec.ColonyClusters[0].ClusterLabels, "tier")
+		col.Spec.ColonyClusters[0].ClusterDeploymentSpec = &runtime.RawExtension{Raw: raw}
+		return env.Client.Update(ctx, col)
+	})).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old.Cluster), cd)).To(Succeed())
 		g.Expect(cd.Labels).NotTo(HaveKey("tier"))
