@@ -48,5 +48,22 @@ func TestWorkspaceGPURequestInfeasibleFailsAndBlocksNoOne(t *testing.T) {
 	small := gpuWorkspace(ns, "small", "g-"+ns, "c1", model, 8)
 	g.Expect(env.Client.Create(ctx, small)).To(Succeed())
 	eventuallyRunning(t, client.ObjectKeyFromObject(small))
-	g.Expect(getWorkspace(g, client.ObjectKeyFromObject(big)).Status.Phase).To(Equal(workspacesv1.PhaseFailed))
+
+	// A node added does not bring it back by itself (docs/admission.md):
+	// it stays Failed until it is reconciled again.
+	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-c", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(getWorkspace(g, client.ObjectKeyFromObject(big)).Status.Phase).To(Equal(workspacesv1.PhaseFailed))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
+	// Asked to reconcile, it is decided again on the grown cluster: three
+	// nodes hold 3×8, but the younger workspace holds one, so it waits.
+	w = getWorkspace(g, client.ObjectKeyFromObject(big))
+	w.Annotations = map[string]string{"reconcile.fluxcd.io/requestedAt": "grown"}
+	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
+	w = eventuallyPhase(t, client.ObjectKeyFromObject(big), workspacesv1.PhaseWaiting)
+	g.Expect(condition(w, workspacesv1.GPUCapacityCondition).Reason).To(Equal(workspacesv1.WaitingForGPUCapacityReason))
+	// A smaller request fits what is free.
+	w.Spec.Resources.Replicas = ptr.To[int32](2)
+	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
+	eventuallyRunning(t, client.ObjectKeyFromObject(big))
 }
