@@ -181,6 +181,11 @@ const (
 	NoOffering Reason = "NoOffering"
 	// ReplicaTooLarge: every matching node has fewer GPUs than one replica takes (Fail).
 	ReplicaTooLarge Reason = "ReplicaTooLarge"
+	// NeverFits: the matching nodes together cannot hold every replica even
+	// with nothing else on them (Fail): the request is infeasible, not
+	// waiting. Decision.Capacity says how many replicas they could hold.
+	// It takes no place in the queue, so it blocks no younger request.
+	NeverFits Reason = "NeverFits"
 	// OverLimits: more replicas, or more GPUs per replica, than
 	// resources.Default accepts (Fail). The API refuses such a request;
 	// the gate refuses it again rather than loop over its replicas.
@@ -212,6 +217,11 @@ type Decision struct {
 	// bound pods, admissions in force and the older requests placed ahead
 	// of it; Largest is the most free on one node.
 	Free, Largest int64
+	// Capacity is the most replicas of the request the schedulable
+	// matching nodes could hold with nothing else on them: the sum, over
+	// those nodes, of allocatable GPUs divided by a replica's GPUs (set
+	// when the request was examined for feasibility).
+	Capacity int64
 	// Ahead are the older workspaces this one waits behind (Queued).
 	Ahead []string
 	// Room is whether every replica would find a node now: always for

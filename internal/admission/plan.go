@@ -239,6 +239,11 @@ func (p *planner) decideQueued(w *Workspace, policy Policy, blocks *[]block) Dec
 		d.Outcome, d.Reason = Fail, ReplicaTooLarge
 		return d
 	}
+	// What can never fit fails before it can block anyone.
+	if d.Capacity = p.capacity(eligible, resource, req.PerReplica); d.Capacity < int64(req.Replicas) {
+		d.Outcome, d.Reason = Fail, NeverFits
+		return d
+	}
 	// Whatever does not fit blocks the younger requests under StrictFIFO.
 	wait := func(reason Reason) Decision {
 		d.Outcome, d.Reason = Wait, reason
@@ -320,6 +325,17 @@ func (p *planner) take(placement []Slot, resource string, held map[string]int64)
 	for node, u := range use {
 		p.free[node][resource] = resources.SatSub(p.free[node][resource], max(resources.SatSub(u, held[node]), 0))
 	}
+}
+
+// capacity is how many replicas of perReplica GPUs the eligible nodes hold
+// with nothing else on them: per node, its allocatable GPUs divided by a
+// replica's, summed (a replica never spans nodes). perReplica is positive.
+func (p *planner) capacity(eligible map[string]bool, resource string, perReplica int64) int64 {
+	var n int64
+	for name := range eligible {
+		n = resources.SatAdd(n, allocatable(p.byName[name], resource)/perReplica)
+	}
+	return n
 }
 
 // describe fills in the counts of a decision: matching nodes, their total,

@@ -114,6 +114,11 @@ const (
 	// GPUReplicaTooLargeReason: every matching node has fewer GPUs than one
 	// replica asks for; the workspace can never be placed (Failed).
 	GPUReplicaTooLargeReason = "GpuReplicaTooLarge"
+	// GPURequestInfeasibleReason: the matching nodes together cannot hold
+	// every replica even with nothing else on them; the workspace can never
+	// be placed on the cluster as it is (Failed). The message names the
+	// shortfall.
+	GPURequestInfeasibleReason = "GpuRequestInfeasible"
 	// WaitingBehindOlderReason: older workspaces wait for the GPUs (or the
 	// quota) this one would take, and are served first.
 	WaitingBehindOlderReason = "WaitingBehindOlderWorkspaces"

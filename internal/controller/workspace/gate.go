@@ -124,7 +124,7 @@ func delivered(s *workspacesv1.WorkspaceDeployment) bool {
 // gpuVerdict turns a decision that is not Admit into the workspace's status.
 func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admission.Request, d admission.Decision) stepResult {
 	obj := w.obj
-	what := describeSelector(req.Selector)
+	what := describeGPUs(req)
 	switch d.Reason {
 	case admission.NoOffering:
 		msg := fmt.Sprintf("No GPU matching %s is available on cluster %q; choose a different cluster or GPU", what, w.cdKey.Name)
@@ -133,6 +133,13 @@ func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admis
 		msg := fmt.Sprintf("Each replica asks for %d GPU(s), but no node matching %s on cluster %q has more than %d; choose fewer GPUs per replica, or another cluster",
 			req.PerReplica, what, w.cdKey.Name, d.LargestNode)
 		return r.failGate(ctx, w, workspacesv1.GPUReplicaTooLargeReason, msg)
+	case admission.NeverFits:
+		short := int64(req.Replicas) - d.Capacity
+		msg := fmt.Sprintf("The workspace asks for %d replica(s) of %d GPU(s) each, but the %d node(s) matching %s on cluster %q "+
+			"could hold at most %d such replica(s) even with nothing else on them (%d GPU(s) in all, at most %d on one node): "+
+			"short by %d replica(s), %d GPU(s); choose fewer replicas or GPUs per replica, or another cluster, or add nodes and change the request",
+			req.Replicas, req.PerReplica, d.Matching, what, w.cdKey.Name, d.Capacity, d.Total, d.LargestNode, short, short*req.PerReplica)
+		return r.failGate(ctx, w, workspacesv1.GPURequestInfeasibleReason, msg)
 	case admission.OverLimits:
 		msg := fmt.Sprintf("The workspace asks for %d replica(s) of %d GPU(s) each, beyond what Apiary admits", req.Replicas, req.PerReplica)
 		return r.failGate(ctx, w, workspacesv1.InvalidResourcesReason, msg)
@@ -188,14 +195,34 @@ func (r *Reconciler) clusterWorkspaces(ctx context.Context, cd types.NamespacedN
 	return list.Items, nil
 }
 
-func describeSelector(sel map[string]string) string {
+// describeGPUs names what a request matches: its selector, and the vendor
+// when the request pins one (its resource).
+func describeGPUs(req *admission.Request) string {
+	vendor := ""
+	switch req.Resource {
+	case gpu.ResourceNVIDIA:
+		vendor = gpu.VendorNVIDIA
+	case gpu.ResourceAMD:
+		vendor = gpu.VendorAMD
+	case "":
+	default:
+		vendor = req.Resource
+	}
+	sel := req.Selector
 	if len(sel) == 0 {
-		return "any GPU"
+		if vendor == "" {
+			return "any GPU"
+		}
+		return fmt.Sprintf("any %s GPU", vendor)
 	}
+	out := fmt.Sprintf("selector %v", sel)
 	if m, ok := sel[gpu.ModelLabel]; ok && len(sel) == 1 {
-		return fmt.Sprintf("model %q", m)
+		out = fmt.Sprintf("model %q", m)
 	}
-	return fmt.Sprintf("selector %v", sel)
+	if vendor != "" {
+		out += " (" + vendor + ")"
+	}
+	return out
 }
 
 // admittedAt is the time of an admission made now.
