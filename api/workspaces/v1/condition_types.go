@@ -149,6 +149,9 @@ const (
 	StoppedReason = "Stopped"
 	// StartingReason: a stopped workspace was asked to start and queues again.
 	StartingReason = "Starting"
+	// StartedReason: a starting workspace was admitted again and its
+	// workloads scaled back; its ServiceSet is delivered without the pause.
+	StartedReason = "Started"
 	// ExpiredReason: the workspace reached its expiry and was stopped or deleted.
 	ExpiredReason = "Expired"
 	// ExpiresSoonReason: the workspace expires within its class's expiryWarning.

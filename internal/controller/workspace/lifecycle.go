@@ -77,7 +77,9 @@ func (r *Reconciler) lifecycle(ctx context.Context, w *workspaceRun) (stepResult
 		return r.beginStop(ctx, w, obj.Status.Lifecycle.StopReason, now)
 	}
 	if stopping(obj) {
-		r.beginStart(w, now)
+		if err := r.beginStart(ctx, w, now); err != nil {
+			return stopWith(0), err
+		}
 		return proceed, nil
 	}
 	return r.cullIdle(ctx, w, now)
@@ -178,19 +180,27 @@ func (r *Reconciler) appliedByFlux(ctx context.Context, obj *workspacesv1.Worksp
 
 // beginStart queues a stopped (or stopping) workspace that is to run again:
 // its place in the queues for GPUs and quota is the time the start is first
-// seen, recorded once.
-func (r *Reconciler) beginStart(w *workspaceRun, now time.Time) {
+// seen, recorded once. That time and the phase Pending are written before
+// admission, as the stop's intent is, so that a watch sees the workspace
+// queue (Stopped, Pending, then Waiting or Deploying) and a restart keeps
+// its place.
+func (r *Reconciler) beginStart(ctx context.Context, w *workspaceRun, now time.Time) error {
 	l := lifecycleStatus(w.obj)
 	w.starting = true
-	if l.QueuedAt == nil || l.StopRequestedAt != nil && l.QueuedAt.Before(l.StopRequestedAt) {
-		at := metav1.NewTime(now)
-		l.QueuedAt = &at
-		w.obj.Status.Phase = workspacesv1.PhasePending
-		w.obj.Status.Message = "starting: the workspace queues for its GPUs and quota again"
-		if r.EventRecorder != nil {
-			r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.StartingReason, "Start", "%s", w.obj.Status.Message)
-		}
+	if l.QueuedAt != nil && (l.StopRequestedAt == nil || !l.QueuedAt.Before(l.StopRequestedAt)) {
+		return nil
 	}
+	at := metav1.NewTime(now)
+	l.QueuedAt = &at
+	w.obj.Status.Phase = workspacesv1.PhasePending
+	w.obj.Status.Message = "starting: the workspace queues for its GPUs and quota again"
+	if err := w.persist(ctx); err != nil {
+		return fmt.Errorf("recording the start: %w", err)
+	}
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.StartingReason, "Start", "%s", w.obj.Status.Message)
+	}
+	return nil
 }
 
 // cullIdle asks the class's activity source, at most once a check period,

@@ -233,6 +233,12 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 	}
 	conditions.MarkFalse(obj, workspacesv1.HelmReleaseReadyCondition, workspacesv1.StoppedReason,
 		"the release's workloads are scaled to zero; its volumes are kept")
+	// A stopped workspace neither runs nor demands anything: no runtime
+	// for idle culling, no verdict on whether its demand fits (both come
+	// back when it starts).
+	l.RunningSince = nil
+	obj.Status.Feasibility = nil
+	conditions.Delete(obj, workspacesv1.FeasibleCondition)
 	obj.Status.Phase = workspacesv1.PhaseStopped
 	obj.Status.Message = "Workspace is stopped; its namespace and volumes are kept"
 	if l.StoppedAt == nil {
@@ -324,7 +330,9 @@ func (r *Reconciler) resume(ctx context.Context, w *workspaceRun) (stepResult, e
 	l.StopRequestedAt, l.StoppedAt, l.StopReason = nil, nil, ""
 	metrics.ObserveStart()
 	if r.EventRecorder != nil {
-		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StartingReason, "Start",
+		// Its own reason: the events API folds events of one reason,
+		// action and object into the first one's series and message.
+		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StartedReason, "Start",
 			"the workspace was admitted again: %d workload(s) scaled back", res.Restored)
 	}
 	obj.Status.Phase = workspacesv1.PhaseDeploying
