@@ -3,29 +3,14 @@ package yamlbound
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-)
 
-// bomb is a YAML document of nested anchors and aliases: levels levels of
-// fan aliases each over an anchored string of width bytes. It expands to
-// about width·fan^levels bytes.
-func bomb(levels, fan, width int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "l0: &l0 %q\n", strings.Repeat("x", width))
-	for i := 1; i <= levels; i++ {
-		refs := make([]string, fan)
-		for j := range refs {
-			refs[j] = fmt.Sprintf("*l%d", i-1)
-		}
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Join(refs, ", "))
-	}
-	return b.String()
-}
+	"github.com/apiaryhq/apiary/internal/yamlbound/yamlboundtest"
+)
 
 // allocated is the bytes the process allocated while f ran.
 func allocated(f func()) uint64 {
@@ -40,7 +25,7 @@ func allocated(f func()) uint64 {
 // about 6 GiB is refused, and refusing it allocates a few MiB at most.
 func TestBombIsRefusedBeforeItExpands(t *testing.T) {
 	g := NewWithT(t)
-	doc := bomb(9, 9, 6000)
+	doc := yamlboundtest.AliasBomb(9, 9, 6000)
 	g.Expect(len(doc)).To(BeNumerically("<", 7*1024))
 	size, err := ExpandedSize([]byte(doc), 4<<20)
 	g.Expect(errors.Is(err, ErrTooLarge)).To(BeTrue(), "%v", err)
@@ -65,10 +50,10 @@ func TestWithinTheLimitDecodes(t *testing.T) {
 	g.Expect(Unmarshal([]byte(`{"a": [1, 2]}`), &out, 1024)).To(Succeed())
 	g.Expect(Unmarshal([]byte(strings.Repeat("a", 2000)), &out, 1024)).To(MatchError(ErrTooLarge))
 	g.Expect(Unmarshal([]byte("a: [\n"), &out, 1024)).To(MatchError(ErrInvalid))
-	size, err := ExpandedSize([]byte(bomb(3, 4, 10)), 1<<20)
+	size, err := ExpandedSize([]byte(yamlboundtest.AliasBomb(3, 4, 10)), 1<<20)
 	g.Expect(err).NotTo(HaveOccurred())
 	var v any
-	g.Expect(Unmarshal([]byte(bomb(3, 4, 10)), &v, 1<<20)).To(Succeed())
+	g.Expect(Unmarshal([]byte(yamlboundtest.AliasBomb(3, 4, 10)), &v, 1<<20)).To(Succeed())
 	data, _ := json.Marshal(v)
 	g.Expect(int64(len(data))).To(BeNumerically("<=", size), "the estimate bounds the JSON from above")
 }
@@ -79,8 +64,8 @@ func TestWithinTheLimitDecodes(t *testing.T) {
 // multiple of the text and the limit.
 func FuzzUnmarshal(f *testing.F) {
 	f.Add("a: 1\n", int64(64))
-	f.Add(bomb(4, 8, 16), int64(4096))
-	f.Add(bomb(9, 9, 100), int64(65536))
+	f.Add(yamlboundtest.AliasBomb(4, 8, 16), int64(4096))
+	f.Add(yamlboundtest.AliasBomb(9, 9, 100), int64(65536))
 	f.Add("a: &a [*a]\n", int64(1024))
 	f.Add("<<: &m {a: 1}\nb: {<<: *m, c: [*m, *m]}\n", int64(256))
 	f.Add(`{"a": "\u007b\u007b"}`, int64(64))

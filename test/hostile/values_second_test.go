@@ -2,8 +2,6 @@ package hostile_test
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/yamlbound/yamlboundtest"
 	"github.com/apiaryhq/apiary/test/managertest"
 )
 
@@ -74,21 +73,6 @@ func TestSecretValuesGiveTheChartWhatWasAdmitted(t *testing.T) {
 	g.Expect(string(vs.Data["values.yaml"])).NotTo(ContainSubstring("64"))
 }
 
-// aliasBomb is a YAML map of nested anchors and aliases: levels levels of
-// fan aliases over a string of width bytes.
-func aliasBomb(levels, fan, width int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "l0: &l0 %q\n", strings.Repeat("x", width))
-	for i := 1; i <= levels; i++ {
-		refs := make([]string, fan)
-		for j := range refs {
-			refs[j] = fmt.Sprintf("*l%d", i-1)
-		}
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Join(refs, ", "))
-	}
-	return b.String()
-}
-
 // TestValuesFromAliasBombFailsTheWorkspace (issue 30, item 2): 7 KiB of
 // YAML anchors and aliases in a ConfigMap named by valuesFrom, which
 // expand to 60 MB (sigs.k8s.io/yaml allocated 438 MiB decoding them
@@ -104,7 +88,7 @@ func TestValuesFromAliasBombFailsTheWorkspace(t *testing.T) {
 	create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "values-cm"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "values-cm"},
 		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: valuesServiceAccount}}})
-	bomb := aliasBomb(2, 100, 6000)
+	bomb := yamlboundtest.AliasBomb(2, 100, 6000)
 	g.Expect(len(bomb)).To(BeNumerically("<", 8<<10))
 	create(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bomb"}, Data: map[string]string{"values.yaml": bomb}})
 	cls := class(t, ns, nil)

@@ -3,28 +3,14 @@ package engine
 import (
 	"context"
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-)
 
-// aliasBomb is a YAML map of nested anchors and aliases that expands to
-// width·fan^levels bytes.
-func aliasBomb(levels, fan, width int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "l0: &l0 %q\n", strings.Repeat("x", width))
-	for i := 1; i <= levels; i++ {
-		refs := make([]string, fan)
-		for j := range refs {
-			refs[j] = fmt.Sprintf("*l%d", i-1)
-		}
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Join(refs, ", "))
-	}
-	return b.String()
-}
+	"github.com/apiaryhq/apiary/internal/yamlbound/yamlboundtest"
+)
 
 // The decoding functions are charged before they run: a document that
 // would decode to more than the work left (a YAML alias bomb of a few KiB,
@@ -34,7 +20,7 @@ func TestDecodeFunctionsAreChargedBeforeTheyAllocate(t *testing.T) {
 	// 7 KiB that expand to 60 MB (and made sigs.k8s.io/yaml allocate 438
 	// MiB): few aliased values (yaml.v2 bounds their ratio, not their
 	// bytes), each a long string.
-	bomb := aliasBomb(2, 100, 6000)
+	bomb := yamlboundtest.AliasBomb(2, 100, 6000)
 	jsonList := "[" + strings.Repeat("[],", 1<<20) + "[]]"
 	tomlDoc := "a = [" + strings.Repeat("[],", 1<<20) + "[]]"
 	tests := []struct{ name, tpl, text string }{

@@ -2,35 +2,21 @@ package values
 
 import (
 	"errors"
-	"fmt"
 	"runtime"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-)
 
-// aliasBomb is a YAML map of nested anchors and aliases: levels levels of
-// fan aliases over a string of width bytes.
-func aliasBomb(levels, fan, width int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "l0: &l0 %q\n", strings.Repeat("x", width))
-	for i := 1; i <= levels; i++ {
-		refs := make([]string, fan)
-		for j := range refs {
-			refs[j] = fmt.Sprintf("*l%d", i-1)
-		}
-		fmt.Fprintf(&b, "l%d: &l%d [%s]\n", i, i, strings.Join(refs, ", "))
-	}
-	return b.String()
-}
+	"github.com/apiaryhq/apiary/internal/yamlbound/yamlboundtest"
+)
 
 // A valuesFrom document of 7 KiB whose aliases expand to 60 MB (which
 // sigs.k8s.io/yaml decoded, allocating 438 MiB) is refused before it is
 // expanded, and refusing it allocates little.
 func TestMergeFromRefusesAliasBombs(t *testing.T) {
 	g := NewWithT(t)
-	bomb := []byte(aliasBomb(2, 100, 6000))
+	bomb := []byte(yamlboundtest.AliasBomb(2, 100, 6000))
 	g.Expect(len(bomb)).To(BeNumerically("<", 8<<10))
 	var before, after runtime.MemStats
 	runtime.GC()
