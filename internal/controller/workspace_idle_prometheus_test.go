@@ -1,0 +1,116 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	activityprobe "github.com/apiaryhq/apiary/internal/workspace/activity"
+	"github.com/apiaryhq/apiary/internal/workspace/plan"
+)
+
+// promRoutes sends the PrometheusGPU probes of the workspaces a test routed
+// (by child namespace) to a real activity.Prometheus source; the others go
+// to the hanging source as before. It is put in front of the suite's probing
+// reader (activity.probes, whose clock is lifecycleNow, the reconciler's).
+var promRoutes = &routedSource{byNamespace: map[string]activityprobe.Source{}, fallback: hangingSource{}}
+
+func init() {
+	activity.probes.Prober.Sources[activityprobe.PrometheusGPU] = promRoutes
+}
+
+type routedSource struct {
+	mu          sync.Mutex
+	byNamespace map[string]activityprobe.Source
+	fallback    activityprobe.Source
+}
+
+func (r *routedSource) Observe(ctx context.Context, t activityprobe.Target, now time.Time) (activityprobe.Observation, error) {
+	r.mu.Lock()
+	s := r.byNamespace[t.Namespace]
+	r.mu.Unlock()
+	if s == nil {
+		s = r.fallback
+	}
+	return s.Observe(ctx, t, now)
+}
+
+func (r *routedSource) route(t *testing.T, namespace string, s activityprobe.Source) {
+	r.mu.Lock()
+	r.byNamespace[namespace] = s
+	r.mu.Unlock()
+	t.Cleanup(func() {
+		r.mu.Lock()
+		delete(r.byNamespace, namespace)
+		r.mu.Unlock()
+	})
+}
+
+// idlePrometheus is a Prometheus HTTP API answering every instant query
+// with 0 % GPU utilisation, at the time it was asked for.
+func idlePrometheus(t *testing.T) (*httptest.Server, *atomic.Int32) {
+	var queries atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries.Add(1)
+		at := r.URL.Query().Get("time")
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%s,"0"]}]}}`, at)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &queries
+}
+
+// TestIdleCullingWithPrometheusSource (issue 31, item 1): a class idle
+// after 1m with a minimum runtime of 70s reads a Prometheus answering 0 %
+// through the real source and reader, on the reconciler's clock. Before
+// runningSince+70s the workspace is kept; once the clock passes it, the
+// workspace is stopped as idle (reason Idle, event IdleCulled).
+func TestIdleCullingWithPrometheusSource(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.NewNamespace(t, "idleprom")
+	readyCluster(t, ns, "c1")
+	class := hubClass(t, ns, "idle", func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Lifecycle = &workspacesv1.ClassLifecycle{Idle: &workspacesv1.IdlePolicy{
+			After: metav1.Duration{Duration: time.Minute}, MinRuntime: &metav1.Duration{Duration: 70 * time.Second},
+			Source: workspacesv1.ActivitySource{Prometheus: &workspacesv1.PrometheusActivity{}}}}
+	})
+	srv, queries := idlePrometheus(t)
+	name := uniq(ns, "gpu")
+	promRoutes.route(t, plan.ChildNamespace(name), &activityprobe.Prometheus{URL: srv.URL, Timeout: 2 * time.Second})
+	activity.probe(types.NamespacedName{Namespace: ns, Name: name})
+	key2 := createWorkspace(t, workspace(ns, name, class.Name, "c1"))
+	started := eventuallyRunning(t, key2).Status.Lifecycle.RunningSince.Time
+
+	// 65s in: idle for the whole window, but ran less than 70s: kept.
+	skewClock(t, 65*time.Second)
+	poke(t, key2)
+	g.Eventually(func(g Gomega) {
+		l := getWorkspace(g, key2).Status.Lifecycle
+		g.Expect(l.ActivityCheckedAt).NotTo(BeNil())
+		g.Expect(l.LastActivity).NotTo(BeNil())
+		g.Expect(l.ActivityCheckedAt.Sub(l.LastActivity.Time)).To(Equal(time.Minute))
+	}, timeout, 100*time.Millisecond).Should(Succeed())
+	g.Expect(queries.Load()).To(BeNumerically(">=", 1))
+	g.Expect(getWorkspace(g, key2).Status.Phase).To(Equal(workspacesv1.PhaseRunning), "minRuntime not reached")
+
+	// Past runningSince + max(minRuntime, after): culled as idle.
+	skewClock(t, 2*time.Minute)
+	poke(t, key2)
+	w := eventuallyStopped(t, key2)
+	g.Expect(w.Status.Lifecycle.StopReason).To(Equal(workspacesv1.StopIdle))
+	g.Expect(w.Spec.Lifecycle.Stopped).To(BeTrue())
+	g.Expect(w.Status.Lifecycle.StopRequestedAt.Sub(started)).To(BeNumerically(">=", 70*time.Second))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns, name)).To(ContainElement(workspacesv1.IdleCulledReason))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
