@@ -11,6 +11,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -113,4 +114,37 @@ func TestIdleCullingWithPrometheusSource(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, ns, name)).To(ContainElement(workspacesv1.IdleCulledReason))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestPrometheusIdleAfterUnderAMinuteIsRefused (issue 31, item 2): the
+// Prometheus source reads utilisation over windows of a minute at least,
+// so the API server refuses a class whose idle policy with that source has
+// `after` under a minute, naming the minimum; 1m, and 30s with an
+// endpoint source, are accepted.
+func TestPrometheusIdleAfterUnderAMinuteIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	class := func(name string, after time.Duration, prom bool) *workspacesv1.WorkspaceClass {
+		src := workspacesv1.ActivitySource{Prometheus: &workspacesv1.PrometheusActivity{}}
+		if !prom {
+			src = workspacesv1.ActivitySource{Endpoint: &workspacesv1.EndpointActivity{Endpoint: "ui", Format: workspacesv1.ActivityJupyterStatus}}
+		}
+		return &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
+			DisplayName:     name,
+			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "t", Namespace: "default"},
+			AccessEndpoints: []workspacesv1.AccessEndpoint{{Name: "ui", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}},
+			Lifecycle: &workspacesv1.ClassLifecycle{Idle: &workspacesv1.IdlePolicy{
+				After: metav1.Duration{Duration: after}, Source: src}},
+		}}
+	}
+	ctx := context.Background()
+	for _, c := range []*workspacesv1.WorkspaceClass{class("idle-prom-30s", 30*time.Second, true), class("idle-prom-59s", 59*time.Second, true)} {
+		err := env.Client.Create(ctx, c)
+		g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: %v", c.Name, err)
+		g.Expect(err.Error()).To(ContainSubstring("spec.lifecycle.idle.after"))
+		g.Expect(err.Error()).To(ContainSubstring("at least 1m with the prometheus source"))
+	}
+	for _, c := range []*workspacesv1.WorkspaceClass{class("idle-prom-1m", time.Minute, true), class("idle-endpoint-30s", 30*time.Second, false)} {
+		g.Expect(env.Client.Create(ctx, c)).To(Succeed(), c.Name)
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
+	}
 }
