@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -147,4 +149,94 @@ func TestPrometheusIdleAfterUnderAMinuteIsRefused(t *testing.T) {
 		g.Expect(env.Client.Create(ctx, c)).To(Succeed(), c.Name)
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
 	}
+}
+
+// switchablePrometheus answers every query with an HTTP 500 while failing
+// is set, else with busy (100 %) GPU utilisation.
+func switchablePrometheus(t *testing.T) (*httptest.Server, *atomic.Bool, *atomic.Int32) {
+	var failing atomic.Bool
+	var queries atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		queries.Add(1)
+		if failing.Load() {
+			http.Error(w, "down", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = fmt.Fprintf(w, `{"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":[%s,"100"]}]}}`, r.URL.Query().Get("time"))
+	}))
+	t.Cleanup(srv.Close)
+	failing.Store(true)
+	return srv, &failing, &queries
+}
+
+// TestFailingActivitySourceIsShown (issue 31, item 2): a Prometheus that
+// keeps failing turns the workspace's ActivityKnown False (reason
+// ActivityUnknown, the failure in its message) after three answers in a
+// row, with a Warning event on the workspace and on its class; an answer
+// turns it True again and resets the count.
+func TestFailingActivitySourceIsShown(t *testing.T) {
+	g := NewWithT(t)
+	ns := env.NewNamespace(t, "failprom")
+	readyCluster(t, ns, "c1")
+	class := hubClass(t, ns, "idle", func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Lifecycle = &workspacesv1.ClassLifecycle{Idle: &workspacesv1.IdlePolicy{
+			After:  metav1.Duration{Duration: time.Minute},
+			Source: workspacesv1.ActivitySource{Prometheus: &workspacesv1.PrometheusActivity{}}}}
+	})
+	srv, failing, queries := switchablePrometheus(t)
+	name := uniq(ns, "gpu")
+	key := types.NamespacedName{Namespace: ns, Name: name}
+	promRoutes.route(t, plan.ChildNamespace(name), &activityprobe.Prometheus{URL: srv.URL, Timeout: 2 * time.Second})
+	activity.probe(key)
+	createWorkspace(t, workspace(ns, name, class.Name, "c1"))
+	eventuallyRunning(t, key)
+
+	// check advances the clock past the next check period and waits for
+	// the answer to be read. (A workspace may be asked once already as it
+	// reaches Running.)
+	step := 0
+	check := func() *workspacesv1.WorkspaceDeployment {
+		t.Helper()
+		step++
+		skewClock(t, time.Duration(step)*31*time.Second)
+		poke(t, key)
+		var w *workspacesv1.WorkspaceDeployment
+		g.Eventually(func(g Gomega) {
+			w = getWorkspace(g, key)
+			g.Expect(w.Status.Lifecycle.ActivityCheckedAt).NotTo(BeNil())
+			g.Expect(w.Status.Lifecycle.ActivityCheckedAt.Time).To(BeTemporally(">", w.Status.Lifecycle.RunningSince.Add(time.Duration(step)*31*time.Second-2*time.Second)))
+		}, timeout, 100*time.Millisecond).Should(Succeed())
+		return w
+	}
+	w := check()
+	for last := w.Status.Lifecycle.ActivityFailures; last < workspacesv1.ActivityFailuresShown; last = w.Status.Lifecycle.ActivityFailures {
+		g.Expect(conditions.Has(w, workspacesv1.ActivityKnownCondition)).To(BeFalse(), "a failure or two is not shown")
+		w = check()
+		g.Expect(w.Status.Lifecycle.ActivityFailures).To(Equal(last+1), "one failure a check")
+	}
+	g.Expect(queries.Load()).To(BeNumerically(">=", workspacesv1.ActivityFailuresShown))
+	g.Expect(conditions.IsFalse(w, workspacesv1.ActivityKnownCondition)).To(BeTrue())
+	g.Expect(conditions.GetReason(w, workspacesv1.ActivityKnownCondition)).To(Equal(workspacesv1.ActivityUnknownReason))
+	g.Expect(conditions.GetMessage(w, workspacesv1.ActivityKnownCondition)).To(ContainSubstring("HTTP 500"))
+	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, ns, name)).To(ContainElement(workspacesv1.ActivityUnknownReason))
+		list := &eventsv1.EventList{}
+		g.Expect(env.Client.List(context.Background(), list)).To(Succeed())
+		var onClass []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "WorkspaceClass" && e.Regarding.Name == class.Name {
+				onClass = append(onClass, e.Reason)
+			}
+		}
+		g.Expect(onClass).To(ContainElement(workspacesv1.ActivityUnknownReason))
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+
+	// The source answers again: True, the count reset.
+	failing.Store(false)
+	w = check()
+	g.Expect(w.Status.Lifecycle.ActivityFailures).To(BeZero())
+	g.Expect(conditions.IsTrue(w, workspacesv1.ActivityKnownCondition)).To(BeTrue())
+	g.Expect(conditions.GetReason(w, workspacesv1.ActivityKnownCondition)).To(Equal(workspacesv1.ActivityKnownReason))
 }

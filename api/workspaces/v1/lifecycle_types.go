@@ -237,6 +237,12 @@ type WorkspaceLifecycleStatus struct {
 	// +optional
 	ActivityCheckedAt *metav1.Time `json:"activityCheckedAt,omitempty"`
 
+	// ActivityFailures counts the source's answers in a row without an
+	// activity (an error, no series, a refused probe); reset by an answer.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ActivityFailures int32 `json:"activityFailures,omitempty"`
+
 	// Ports are the pool ports the workspace's TCP and SSH endpoints held
 	// before it stopped; it asks for them again when it starts.
 	// +listType=map
