@@ -22,6 +22,22 @@ const (
 	// run with different numbers of shards). Written by that shard; absent
 	// on the happy path, never True.
 	ShardAssignedCondition = "ShardAssigned"
+	// ActivityKnownCondition is Apiary's: with an idle policy, False once
+	// the policy's source gave no activity ActivityFailuresShown times in
+	// a row (the workspace is then never culled as idle), True again when
+	// it answers; absent until the source first keeps failing.
+	ActivityKnownCondition = "ActivityKnown"
+)
+
+// ActivityFailuresShown is how many answers in a row without an activity
+// turn ActivityKnown False.
+const ActivityFailuresShown = 3
+
+// Reasons of ActivityKnown (Apiary's). ActivityUnknownReason is also the
+// Warning event on the workspace and its class when the condition turns False.
+const (
+	ActivityKnownReason   = "ActivityKnown"
+	ActivityUnknownReason = "ActivityUnknown"
 )
 
 // WorkspaceDeployment and WorkspaceClass condition reasons.

@@ -88,7 +88,9 @@ type ClassLifecycle struct {
 
 // IdlePolicy stops a workspace once it has been idle for After, and has
 // run for at least MinRuntime. A workspace whose activity cannot be read
-// is never culled.
+// is never culled. With the Prometheus source After is at least 1m, the
+// shortest window the source reads GPU utilisation over.
+// +kubebuilder:validation:XValidation:rule="!has(self.source.prometheus) || duration(self.after) >= duration('1m')",message="after must be at least 1m with the prometheus source (its shortest utilisation window)",reason=FieldValueInvalid,fieldPath=".after"
 type IdlePolicy struct {
 	// After is how long a workspace must be idle before it is stopped.
 	// +required
@@ -234,6 +236,12 @@ type WorkspaceLifecycleStatus struct {
 	// ActivityCheckedAt is when the source was last asked.
 	// +optional
 	ActivityCheckedAt *metav1.Time `json:"activityCheckedAt,omitempty"`
+
+	// ActivityFailures counts the source's answers in a row without an
+	// activity (an error, no series, a refused probe); reset by an answer.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	ActivityFailures int32 `json:"activityFailures,omitempty"`
 
 	// Ports are the pool ports the workspace's TCP and SSH endpoints held
 	// before it stopped; it asks for them again when it starts.

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -234,6 +235,9 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 	if !a.At.IsZero() && a.At.Before(now) {
 		at = a.At
 	}
+	// A probe started from a stale copy of the workspace (its check was
+	// not due) is not another failure in a row.
+	due := l.ActivityCheckedAt == nil || at.Sub(l.ActivityCheckedAt.Time) >= period/2
 	checked := metav1.NewTime(at)
 	l.ActivityCheckedAt = &checked
 	if a.Known && (l.LastActivity == nil || a.Last.After(l.LastActivity.Time)) {
@@ -244,6 +248,7 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.ActivityProbeRefusedReason, "ProbeActivity",
 			"the idle policy's activity was not asked (%s); the workspace is not culled as idle", a.Detail)
 	}
+	r.markActivity(w, a, due)
 	v := lifecycle.DecideIdle(classLC.Idle, at, l.RunningSince.Time, a)
 	w.retry = sooner(w.retry, max(v.Next.Sub(now), time.Second))
 	if !v.Cull {
@@ -265,6 +270,45 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 			v.IdleFor.Round(time.Second), classLC.Idle.After.Duration)
 	}
 	return r.beginStop(ctx, w, workspacesv1.StopIdle, now)
+}
+
+// markActivity counts the source's answers in a row without an activity
+// (one per check period: due) and, from ActivityFailuresShown of them,
+// shows them: ActivityKnown False
+// with the source's detail, and, when it turns False, a Warning event on
+// the workspace and on its class. An answer clears the count and turns a
+// present condition True.
+func (r *Reconciler) markActivity(w *workspaceRun, a lifecycle.Activity, due bool) {
+	obj, l := w.obj, lifecycleStatus(w.obj)
+	if a.Known {
+		l.ActivityFailures = 0
+		if conditions.Has(obj, workspacesv1.ActivityKnownCondition) {
+			conditions.MarkTrue(obj, workspacesv1.ActivityKnownCondition, workspacesv1.ActivityKnownReason, "the idle policy's source answered")
+		}
+		return
+	}
+	if due && l.ActivityFailures < math.MaxInt32 {
+		l.ActivityFailures++
+	}
+	if l.ActivityFailures < workspacesv1.ActivityFailuresShown {
+		return
+	}
+	detail := a.Detail
+	if detail == "" {
+		detail = "no detail"
+	}
+	turned := !conditions.IsFalse(obj, workspacesv1.ActivityKnownCondition)
+	conditions.MarkFalse(obj, workspacesv1.ActivityKnownCondition, workspacesv1.ActivityUnknownReason,
+		"the idle policy's source gave no activity %d times in a row (last: %s); the workspace is not culled as idle", l.ActivityFailures, detail)
+	if !turned || r.EventRecorder == nil {
+		return
+	}
+	r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.ActivityUnknownReason, "ProbeActivity",
+		"the idle policy's source gave no activity %d times in a row (last: %s); the workspace is not culled as idle", l.ActivityFailures, detail)
+	if w.class != nil {
+		r.EventRecorder.Eventf(w.class, obj, corev1.EventTypeWarning, workspacesv1.ActivityUnknownReason, "ProbeActivity",
+			"the idle policy's source gave no activity for workspace %s/%s %d times in a row (last: %s)", obj.Namespace, obj.Name, l.ActivityFailures, detail)
+	}
 }
 
 // activityPendingRetry is how soon a workspace whose activity probe is in
@@ -296,7 +340,8 @@ func (r *Reconciler) markRunning(w *workspaceRun) time.Duration {
 	}
 	at := metav1.NewTime(r.now())
 	l := lifecycleStatus(w.obj)
-	l.RunningSince, l.LastActivity, l.ActivityCheckedAt = &at, nil, nil
+	l.RunningSince, l.LastActivity, l.ActivityCheckedAt, l.ActivityFailures = &at, nil, nil, 0
+	conditions.Delete(w.obj, workspacesv1.ActivityKnownCondition)
 	if classLC != nil && classLC.Idle != nil && r.Activity != nil {
 		return lifecycle.CheckPeriod(classLC.Idle)
 	}
