@@ -31,7 +31,7 @@ type WorkspaceLifecycle struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30m or 8h, below 2562047h"
 	Lifetime *metav1.Duration `json:"lifetime,omitempty"`
 }
 
@@ -56,7 +56,7 @@ type ClassLifecycle struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30m or 8h, below 2562047h"
 	DefaultLifetime *metav1.Duration `json:"defaultLifetime,omitempty"`
 
 	// MaxLifetime caps every workspace's life, whatever it asks for.
@@ -64,7 +64,7 @@ type ClassLifecycle struct {
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
-	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="must be a positive duration such as 30m or 8h, below 2562047h"
 	MaxLifetime *metav1.Duration `json:"maxLifetime,omitempty"`
 
 	// ExpiryPolicy is what expiry does: Stop (the default) or Delete.
