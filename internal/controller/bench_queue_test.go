@@ -4,7 +4,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -42,15 +41,6 @@ func queueDepth(controller string) float64 {
 		}
 	}
 	return depth
-}
-
-func labelValue(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
 }
 
 // samplePeakDepth records the largest depth of a controller's queue until stop.

@@ -12,11 +12,8 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -26,22 +23,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
 )
-
-const timeout = 30 * time.Second
-
-// k0rdentFixtures creates the ClusterTemplate and Credential a Colony entry references.
-func k0rdentFixtures(t *testing.T, ns string) {
-	t.Helper()
-	ctx := context.Background()
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "exalsius-remote-cluster-0-1-5", true),
-		standin.NewCredential(ns, "remote-cred", true),
-	} {
-		if err := standin.CreateWithStatus(ctx, env.Client, obj); err != nil {
-			t.Fatalf("creating %T: %v", obj, err)
-		}
-	}
-}
 
 // quickstartColony reads the exalsius quick start Colony shipped in examples/.
 func quickstartColony(t *testing.T, ns string) *infrav1.Colony {
@@ -58,34 +39,10 @@ func quickstartColony(t *testing.T, ns string) *infrav1.Colony {
 	return c
 }
 
-func entry(name string) infrav1.ColonyCluster {
-	return infrav1.ColonyCluster{
-		ClusterName: name,
-		ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(
-			`{"template":"exalsius-remote-cluster-0-1-5","credential":"remote-cred","config":{"controlPlaneNumber":1}}`)},
-	}
-}
-
 func getColony(g Gomega, key client.ObjectKey) *infrav1.Colony {
 	c := &infrav1.Colony{}
 	g.Expect(env.Client.Get(context.Background(), key, c)).To(Succeed())
 	return c
-}
-
-// updateSpec re-reads obj, changes it with mutate and updates it, again
-// while the update conflicts with the controllers' status writes.
-func updateSpec[T client.Object](g Gomega, obj T, mutate func(T)) {
-	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := env.Client.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
-		}
-		mutate(obj)
-		return env.Client.Update(context.Background(), obj)
-	})).To(Succeed())
-}
-
-func condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
-	return apimeta.FindStatusCondition(obj.GetConditions(), t)
 }
 
 // createColony creates a Colony of entries in ns.

@@ -5,12 +5,13 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/apiaryhq/apiary/internal/testenv"
 	fluxcel "github.com/fluxcd/pkg/runtime/cel"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
 var (

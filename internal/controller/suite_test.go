@@ -9,16 +9,17 @@ import (
 	"testing"
 	"time"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
-	"github.com/apiaryhq/apiary/internal/manager"
-	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/standin"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/standin"
 )
 
 // unreachableAnnotation on a ClusterDeployment makes the stand-in write a

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -283,5 +282,3 @@ func TestWorkspaceDeletionOrderAndSuspend(t *testing.T) {
 	err := childClient.Get(ctx, client.ObjectKey{Name: "ws-ephemeral"}, ns2)
 	g.Expect(err == nil && !ns2.DeletionTimestamp.IsZero() || apierrors.IsNotFound(err)).To(BeTrue())
 }
-
-func rawJSON(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }

@@ -271,10 +271,3 @@ func TestWorkspaceAccessWithoutRoutingInfrastructure(t *testing.T) {
 		}, timeout, 200*time.Millisecond).Should(Succeed())
 	}
 }
-
-func conditionStatus(obj interface{ GetConditions() []metav1.Condition }, t string) metav1.ConditionStatus {
-	if c := condition(obj, t); c != nil {
-		return c.Status
-	}
-	return ""
-}
