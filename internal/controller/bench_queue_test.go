@@ -5,6 +5,8 @@ import (
 	"time"
 
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
 )
 
 // queueWait is the sum and count of workqueue_queue_duration_seconds of a
@@ -17,7 +19,7 @@ func queueWait(controller string) (sum float64, count uint64) {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, "name") == controller {
+			if controllertest.LabelValue(m, "name") == controller {
 				sum += m.GetHistogram().GetSampleSum()
 				count += m.GetHistogram().GetSampleCount()
 			}
@@ -35,7 +37,7 @@ func queueDepth(controller string) float64 {
 			continue
 		}
 		for _, m := range f.GetMetric() {
-			if labelValue(m, "name") == controller {
+			if controllertest.LabelValue(m, "name") == controller {
 				depth += m.GetGauge().GetValue()
 			}
 		}

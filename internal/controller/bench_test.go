@@ -17,6 +17,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -24,10 +25,10 @@ import (
 // settle waits until Apiary made no request for quiet, then returns.
 func settle(quiet, limit time.Duration) {
 	deadline := time.Now().Add(limit)
-	last, since := requests.management.Load(), time.Now()
+	last, since := controllertest.Requests.Management.Load(), time.Now()
 	for time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
-		if n := requests.management.Load(); n != last {
+		if n := controllertest.Requests.Management.Load(); n != last {
 			last, since = n, time.Now()
 		} else if time.Since(since) >= quiet {
 			return
@@ -53,40 +54,40 @@ func BenchmarkColony200(b *testing.B) {
 	entries := envInt("APIARY_BENCH_ENTRIES", 200)
 	for i := 0; i < b.N; i++ {
 		ctx := context.Background()
-		ns := env.NewNamespace(b, "bench-colony")
+		ns := controllertest.Env.NewNamespace(b, "bench-colony")
 		k0rdentFixturesB(b, ns)
 		colony := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns}}
 		for e := range entries {
-			colony.Spec.ColonyClusters = append(colony.Spec.ColonyClusters, entry(fmt.Sprintf("c%03d", e)))
+			colony.Spec.ColonyClusters = append(colony.Spec.ColonyClusters, controllertest.ColonyEntry(fmt.Sprintf("c%03d", e)))
 		}
-		reqs0, writes0 := requests.management.Load(), requests.managementWrites.Load()
-		if err := env.Client.Create(ctx, colony); err != nil {
+		reqs0, writes0 := controllertest.Requests.Management.Load(), controllertest.Requests.ManagementWrites.Load()
+		if err := controllertest.Env.Client.Create(ctx, colony); err != nil {
 			b.Fatal(err)
 		}
 		applied := managertest.WaitFor(b, 10*time.Minute, "all ClusterDeployments applied", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
-			return env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) == entries
+			return controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) == entries
 		})
 		ready := managertest.WaitFor(b, 10*time.Minute, "Colony ready", func() bool {
 			c := &infrav1.Colony{}
-			return env.Client.Get(ctx, client.ObjectKeyFromObject(colony), c) == nil &&
+			return controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(colony), c) == nil &&
 				int(c.Status.ReadyClusters) == entries && c.Status.Phase == infrav1.ColonyPhaseReady
 		})
 		settle(3*time.Second, 2*time.Minute)
-		coldReqs, coldWrites := requests.management.Load()-reqs0, requests.managementWrites.Load()-writes0
+		coldReqs, coldWrites := controllertest.Requests.Management.Load()-reqs0, controllertest.Requests.ManagementWrites.Load()-writes0
 
 		// Resyncs: a node without GPUs joins and leaves the child; every
 		// cluster's cache sees it and the Colony reconciles.
 		const resyncs = 5
-		reqs1, writes1, recs1 := requests.management.Load(), requests.managementWrites.Load(), managertest.Reconciles("colony")
+		reqs1, writes1, recs1 := controllertest.Requests.Management.Load(), controllertest.Requests.ManagementWrites.Load(), managertest.Reconciles("colony")
 		for r := range resyncs {
 			name := fmt.Sprintf("%s-cpu-%d", ns, r)
-			if err := standin.AddGPUNode(ctx, childClient, name, nil, "", 0); err != nil {
+			if err := standin.AddGPUNode(ctx, controllertest.ChildClient, name, nil, "", 0); err != nil {
 				b.Fatal(err)
 			}
 			settle(2*time.Second, time.Minute)
 		}
-		steadyReqs, steadyWrites := requests.management.Load()-reqs1, requests.managementWrites.Load()-writes1
+		steadyReqs, steadyWrites := controllertest.Requests.Management.Load()-reqs1, controllertest.Requests.ManagementWrites.Load()-writes1
 		steadyRecs := managertest.Reconciles("colony") - recs1
 		if steadyRecs == 0 {
 			b.Fatal("the node changes triggered no Colony reconcile")
@@ -100,7 +101,7 @@ func BenchmarkColony200(b *testing.B) {
 		b.ReportMetric(float64(steadyReqs)/resyncs, "requests/resync")
 		b.ReportMetric(float64(steadyWrites)/resyncs, "writes/resync")
 		b.ReportMetric(float64(steadyReqs)/resyncs/float64(max(coldReqs, 1)), "resync/cold-ratio")
-		_ = env.Client.Delete(ctx, colony)
+		_ = controllertest.Env.Client.Delete(ctx, colony)
 	}
 }
 
@@ -110,7 +111,7 @@ func k0rdentFixturesB(b *testing.B, ns string) {
 		standin.NewClusterTemplate(ns, "exalsius-remote-cluster-0-1-5", true),
 		standin.NewCredential(ns, "remote-cred", true),
 	} {
-		if err := standin.CreateWithStatus(context.Background(), env.Client, obj); err != nil {
+		if err := standin.CreateWithStatus(context.Background(), controllertest.Env.Client, obj); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -128,11 +129,11 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 	total, clusters := envInt("APIARY_BENCH_WORKSPACES", 1000), envInt("APIARY_BENCH_CLUSTERS", 50)
 	for i := 0; i < b.N; i++ {
 		ctx := context.Background()
-		ns := env.NewNamespace(b, "bench-ws")
+		ns := controllertest.Env.NewNamespace(b, "bench-ws")
 		k0rdentFixturesB(b, ns)
 		for c := range clusters {
 			cd := standin.NewClusterDeployment(ns, fmt.Sprintf("c%02d", c), "exalsius-remote-cluster-0-1-5", "remote-cred")
-			if err := env.Client.Create(ctx, cd); err != nil {
+			if err := controllertest.Env.Client.Create(ctx, cd); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -140,17 +141,17 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		serviceTemplateB(b, stB)
 		class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "bench-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
 			DisplayName: "bench", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
-		if err := env.Client.Create(ctx, class); err != nil {
+		if err := controllertest.Env.Client.Create(ctx, class); err != nil {
 			b.Fatal(err)
 		}
 		managertest.WaitFor(b, 5*time.Minute, "clusters ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
-			if env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
+			if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
 			}
 			n := 0
 			for _, cd := range list.Items {
-				if c := condition(&cd, k0rdentv1beta1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
+				if c := controllertest.Condition(&cd, k0rdentv1beta1.ReadyCondition); c != nil && c.Status == metav1.ConditionTrue {
 					n++
 				}
 			}
@@ -161,29 +162,29 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		stop := make(chan struct{})
 		go samplePeak(&peak, stop)
 		watchCtx, stopWatching := context.WithCancel(ctx)
-		react, err := managertest.WatchReactions(watchCtx, env.Config, ns)
+		react, err := managertest.WatchReactions(watchCtx, controllertest.Env.Config, ns)
 		if err != nil {
 			b.Fatal(err)
 		}
 		var peakDepth atomic.Int64
 		go samplePeakDepth("workspacedeployment", &peakDepth, stop)
 		waitSum0, waitCount0 := queueWait("workspacedeployment")
-		mark := requests.mark()
+		mark := controllertest.Requests.Mark()
 		start := time.Now()
 		for w := range total {
-			wsd := workspace(ns, fmt.Sprintf("w%04d", w), class.Name, fmt.Sprintf("c%02d", w%clusters))
-			if err := env.Client.Create(ctx, wsd); err != nil {
+			wsd := controllertest.NewWorkspace(ns, fmt.Sprintf("w%04d", w), class.Name, fmt.Sprintf("c%02d", w%clusters))
+			if err := controllertest.Env.Client.Create(ctx, wsd); err != nil {
 				b.Fatal(err)
 			}
 		}
 		created := time.Since(start)
 		sets := managertest.WaitFor(b, 30*time.Minute, "every ServiceSet exists", func() bool {
 			list := &k0rdentv1beta1.ServiceSetList{}
-			return env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
+			return controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		}) + created
 		running := managertest.WaitFor(b, 60*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
-			if env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
+			if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
 			}
 			n := 0
@@ -197,15 +198,17 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		close(stop)
 		settle(2*time.Second, time.Minute)
 		stopWatching()
-		mgmt := requests.since(mark, func(r apiRequest) bool { return r.side == "management" && r.namespace == ns })
-		child := requests.since(mark, func(r apiRequest) bool { return r.side == "child" && strings.HasPrefix(r.namespace, "ws-w") })
+		mgmt := controllertest.Requests.Since(mark, func(r controllertest.APIRequest) bool { return r.Side == "management" && r.Namespace == ns })
+		child := controllertest.Requests.Since(mark, func(r controllertest.APIRequest) bool {
+			return r.Side == "child" && strings.HasPrefix(r.Namespace, "ws-w")
+		})
 		p50, slowest, reacted := react.Figures()
 		waitSum, waitCount := queueWait("workspacedeployment")
 		meanWait := 0.0
 		if waitCount > waitCount0 {
 			meanWait = (waitSum - waitSum0) / float64(waitCount-waitCount0)
 		}
-		b.Logf("requests of %d workspaces: management %v; child %v", total, tally(mgmt), tally(child))
+		b.Logf("requests of %d workspaces: management %v; child %v", total, controllertest.Tally(mgmt), controllertest.Tally(child))
 
 		// Baseline: the stand-in alone deploys the same number of ServiceSets.
 		baseline := baselineServiceSets(b, ns, total, clusters)
@@ -222,16 +225,16 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		b.ReportMetric(float64(reacted), "reactions-timed")
 		b.ReportMetric(meanWait, "s-queue-wait-mean")
 		b.ReportMetric(float64(peakDepth.Load()), "queue-depth-peak")
-		_ = env.Client.Delete(ctx, class)
+		_ = controllertest.Env.Client.Delete(ctx, class)
 	}
 }
 
 func serviceTemplateB(b *testing.B, st *k0rdentv1beta1.ServiceTemplate) {
 	b.Helper()
 	st.Spec.Version = "1.0.0"
-	st.Spec.Helm = &k0rdentv1beta1.HelmSpec{ChartSpec: rawJSON(`{"chart":"workspace","interval":"10m","sourceRef":{"kind":"HelmRepository","name":"charts"}}`)}
+	st.Spec.Helm = &k0rdentv1beta1.HelmSpec{ChartSpec: controllertest.RawJSON(`{"chart":"workspace","interval":"10m","sourceRef":{"kind":"HelmRepository","name":"charts"}}`)}
 	st.Status.Valid = true
-	if err := standin.CreateWithStatus(context.Background(), env.Client, st); err != nil {
+	if err := standin.CreateWithStatus(context.Background(), controllertest.Env.Client, st); err != nil {
 		b.Fatal(err)
 	}
 }
@@ -246,13 +249,13 @@ func baselineServiceSets(b *testing.B, ns string, total, clusters int) time.Dura
 		ss.Spec.Cluster = fmt.Sprintf("c%02d", w%clusters)
 		ss.Spec.Provider.Name = k0rdentv1beta1.DefaultStateManagementProviderName
 		ss.Spec.Services = []k0rdentv1beta1.ServiceWithValues{{Name: fmt.Sprintf("base-%04d", w), Namespace: "default", Template: "tmpl"}}
-		if err := env.Client.Create(ctx, ss); err != nil {
+		if err := controllertest.Env.Client.Create(ctx, ss); err != nil {
 			b.Fatal(err)
 		}
 	}
 	return managertest.WaitFor(b, 60*time.Minute, "baseline ServiceSets deployed", func() bool {
 		list := &k0rdentv1beta1.ServiceSetList{}
-		if env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"bench": "baseline"}) != nil {
+		if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"bench": "baseline"}) != nil {
 			return false
 		}
 		n := 0

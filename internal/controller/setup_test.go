@@ -13,6 +13,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller"
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/render"
@@ -47,7 +48,7 @@ func nameOf(run manager.Runnable) string {
 // manager runs is the list.
 func TestTheOneListRegistersEveryControllerOnce(t *testing.T) {
 	g := NewWithT(t)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{Scheme: env.Scheme,
+	mgr, err := ctrl.NewManager(controllertest.Env.Config, ctrl.Options{Scheme: controllertest.Env.Scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		Controller: config.Controller{SkipNameValidation: ptrTo(true)}})
 	g.Expect(err).NotTo(HaveOccurred())
