@@ -42,7 +42,7 @@ func wantConditionsKstatus(obj conditioned) (kstatus, flux status.Status) {
 	return status.InProgressStatus, status.InProgressStatus
 }
 
-// watchConditionsKstatus checks every version of the objects of list's
+// WatchConditionsKstatus checks every version of the objects of list's
 // kind named by keep that the API server serves, with kstatus and with
 // Flux's evaluator of the doc's healthCheckExprs, and records the verdicts.
 func WatchConditionsKstatus(t *testing.T, kind string, list client.ObjectList, opts []client.ListOption, keep func(client.Object) bool) *KstatusRecorder {
@@ -84,7 +84,7 @@ func WatchConditionsKstatus(t *testing.T, kind string, list client.ObjectList, o
 	return rec
 }
 
-// kstatusOf is what Flux's health checks and kubectl wait read from obj.
+// KstatusOf is what Flux's health checks and kubectl wait read from obj.
 func KstatusOf(obj client.Object) (*status.Result, error) {
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -120,7 +120,7 @@ func wantFlux(w *workspacesv1.WorkspaceDeployment) status.Status {
 	return status.InProgressStatus
 }
 
-// kstatusRecorder computes kstatus for every version of the workspaces of a
+// KstatusRecorder computes kstatus for every version of the workspaces of a
 // namespace that the API server serves, as a watching Flux would see them,
 // and Flux's verdict with the healthCheckExprs of docs/flux-health-checks.md.
 type KstatusRecorder struct {
@@ -129,6 +129,8 @@ type KstatusRecorder struct {
 	errors []string
 }
 
+// WatchKstatus records, from a watch, kstatus and Flux's verdict for every
+// version of the workspaces of ns until the test ends.
 func WatchKstatus(t *testing.T, ns string) *KstatusRecorder {
 	t.Helper()
 	wc, err := client.NewWithWatch(Env.Config, client.Options{Scheme: Env.Scheme})
@@ -173,6 +175,8 @@ func WatchKstatus(t *testing.T, ns string) *KstatusRecorder {
 	return rec
 }
 
+// Check fails g if a version read wrong, or if a verdict of want was
+// not seen yet.
 func (r *KstatusRecorder) Check(g Gomega, want ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()

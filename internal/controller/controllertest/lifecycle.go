@@ -28,19 +28,20 @@ import (
 )
 
 // clockSkew moves the workspace lifecycle's clock (lifecycleNow) ahead of
-// real time; the tests of this package run one at a time.
+// real time; the tests of a suite run one at a time, each suite in its own
+// test binary with its own manager.
 var clockSkew atomic.Int64
 
 // lifecycleNow is the manager's lifecycle clock in these tests.
 func lifecycleNow() time.Time { return time.Now().Add(time.Duration(clockSkew.Load())) }
 
-// skewClock moves the lifecycle clock d ahead until the test ends.
+// SkewClock moves the lifecycle clock d ahead until the test ends.
 func SkewClock(t *testing.T, d time.Duration) {
 	clockSkew.Store(int64(d))
 	t.Cleanup(func() { clockSkew.Store(0) })
 }
 
-// fakeActivity is the manager's activity source in these tests: it answers
+// FakeActivity is the manager's activity source in these tests: it answers
 // what a test set for a workspace (unknown otherwise) and counts the
 // questions.
 // The workspaces in probed are asked through probes, the production
@@ -53,10 +54,13 @@ type FakeActivity struct {
 	Probes  *activityprobe.Reader
 }
 
+// Activity is the activity source of the manager Main starts.
 var Activity = &FakeActivity{answers: map[types.NamespacedName]lifecycle.Activity{}, asked: map[types.NamespacedName]int{},
 	probed: map[types.NamespacedName]bool{}, Probes: &activityprobe.Reader{Now: lifecycleNow, Prober: &activityprobe.Prober{
 		Sources: map[activityprobe.Format]activityprobe.Source{activityprobe.PrometheusGPU: HangingSource{}}, Timeout: 5 * time.Second}}}
 
+// LastActivity answers what a test set for the workspace, or asks the
+// probes for a workspace given to Probe, and counts the question.
 func (f *FakeActivity) LastActivity(ctx context.Context, t lifecycle.ActivityTarget) lifecycle.Activity {
 	f.mu.Lock()
 	f.asked[t.Workspace]++
@@ -78,35 +82,38 @@ func (f *FakeActivity) Subscribe() <-chan event.GenericEvent {
 	return make(chan event.GenericEvent)
 }
 
-// probe makes a workspace's activity asked through the hanging probes.
+// Probe makes a workspace's activity asked through the hanging probes.
 func (f *FakeActivity) Probe(key types.NamespacedName) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.probed[key] = true
 }
 
-// hangingSource is a tenant's endpoint that answers nothing until the
+// HangingSource is a tenant's endpoint that answers nothing until the
 // probe's timeout.
 type HangingSource struct{}
 
+// Observe waits for ctx to end.
 func (HangingSource) Observe(ctx context.Context, _ activityprobe.Target, _ time.Time) (activityprobe.Observation, error) {
 	<-ctx.Done()
 	return activityprobe.Observation{}, ctx.Err()
 }
 
+// Set makes a the answer for the workspace key.
 func (f *FakeActivity) Set(key types.NamespacedName, a lifecycle.Activity) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.answers[key] = a
 }
 
+// AskedFor is how often the manager asked for the workspace key's activity.
 func (f *FakeActivity) AskedFor(key types.NamespacedName) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.asked[key]
 }
 
-// hubClass creates a class whose ServiceTemplate installs the stand-in's
+// HubClass creates a class whose ServiceTemplate installs the stand-in's
 // chart shaped like the workspace hub's (a Deployment pinned to one
 // replica, a volume claim named after the release).
 func HubClass(t *testing.T, ns, name string, mutate func(*workspacesv1.WorkspaceClass)) *workspacesv1.WorkspaceClass {
@@ -115,7 +122,7 @@ func HubClass(t *testing.T, ns, name string, mutate func(*workspacesv1.Workspace
 	return WorkspaceClass(t, name+"-"+ns, ns, name+"-tmpl", mutate)
 }
 
-// updateWorkspace changes a workspace's spec or metadata, retrying on conflicts.
+// UpdateWorkspace changes a workspace's spec or metadata, retrying on conflicts.
 func UpdateWorkspace(t *testing.T, key client.ObjectKey, mutate func(*workspacesv1.WorkspaceDeployment)) {
 	t.Helper()
 	NewWithT(t).Eventually(func() error {
@@ -128,7 +135,7 @@ func UpdateWorkspace(t *testing.T, key client.ObjectKey, mutate func(*workspaces
 	}, Timeout, 100*time.Millisecond).Should(Succeed())
 }
 
-// setStopped asks for a workspace to be stopped, or started again.
+// SetStopped asks for a workspace to be stopped, or started again.
 func SetStopped(t *testing.T, key client.ObjectKey, stopped bool) {
 	t.Helper()
 	UpdateWorkspace(t, key, func(w *workspacesv1.WorkspaceDeployment) {
@@ -139,7 +146,7 @@ func SetStopped(t *testing.T, key client.ObjectKey, stopped bool) {
 	})
 }
 
-// poke asks for a reconcile, as `flux reconcile` does, so that a skewed
+// Poke asks for a reconcile, as `flux reconcile` does, so that a skewed
 // clock is read at once.
 func Poke(t *testing.T, key client.ObjectKey) {
 	t.Helper()
@@ -151,7 +158,7 @@ func Poke(t *testing.T, key client.ObjectKey) {
 	})
 }
 
-// eventuallyStopped waits until a workspace finished stopping and reads
+// EventuallyStopped waits until a workspace finished stopping and reads
 // as users see a stopped one.
 func EventuallyStopped(t *testing.T, key client.ObjectKey) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
@@ -172,13 +179,15 @@ func EventuallyStopped(t *testing.T, key client.ObjectKey) *workspacesv1.Workspa
 	return w
 }
 
-// hubRelease is what the hub-shaped chart made of a workspace on the child.
+// HubRelease is what the hub-shaped chart made of a workspace on the child.
 type HubRelease struct {
 	Deployment *appsv1.Deployment
 	PVC        *corev1.PersistentVolumeClaim
 	Namespace  *corev1.Namespace
 }
 
+// ReadHubRelease reads the Deployment, volume claim and namespace the
+// hub-shaped chart made of w on the child.
 func ReadHubRelease(g Gomega, w *workspacesv1.WorkspaceDeployment) HubRelease {
 	ctx := context.Background()
 	ns, release := "ws-"+w.Name, "wsd-"+w.Spec.ClusterDeploymentRef.Name+"-"+w.Name
@@ -189,7 +198,7 @@ func ReadHubRelease(g Gomega, w *workspacesv1.WorkspaceDeployment) HubRelease {
 	return out
 }
 
-// expectScaledAway checks that a stopped workspace's Deployment is at zero
+// ExpectScaledAway checks that a stopped workspace's Deployment is at zero
 // with its replicas saved, and that its ServiceSet carries k0rdent's pause.
 func ExpectScaledAway(g Gomega, w *workspacesv1.WorkspaceDeployment) {
 	rel := ReadHubRelease(g, w)
@@ -198,7 +207,7 @@ func ExpectScaledAway(g Gomega, w *workspacesv1.WorkspaceDeployment) {
 	g.Expect(ServiceSetOf(g, w).Annotations).To(HaveKey(k0rdentv1beta1.ServiceSetPausedAnnotation))
 }
 
-// counterValue sums an Apiary counter over the series whose labels carry
+// CounterValue sums an Apiary counter over the series whose labels carry
 // the given values.
 func CounterValue(name string, labels map[string]string) float64 {
 	families, _ := ctrlmetrics.Registry.Gather()
@@ -220,6 +229,7 @@ func CounterValue(name string, labels map[string]string) float64 {
 	return sum
 }
 
+// LabelValue is the value of the label name of a metric, or "".
 func LabelValue(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {

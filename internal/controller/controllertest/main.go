@@ -22,23 +22,24 @@ import (
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
-// unreachableAnnotation on a ClusterDeployment makes the stand-in write a
+// UnreachableAnnotation on a ClusterDeployment makes the stand-in write a
 // kubeconfig that points nowhere.
 const UnreachableAnnotation = "test.apiary.dev/unreachable"
 
 var (
-	// env is the management cluster; child is the control plane every
+	// Env is the management cluster; child is the control plane every
 	// ClusterDeployment's kubeconfig points at.
-	Env, child  *testenv.Environment
+	Env, child *testenv.Environment
+	// ChildClient reaches the child control plane.
 	ChildClient client.Client
 	// serviceSets is the stand-in's ServiceSet part, for install counts.
 	serviceSets *standin.ServiceSets
 	// regional is the control plane of every regional cluster, with the
-	// Gateway API's CRDs (see workspace_routes_helpers_test.go).
+	// Gateway API's CRDs (see routes.go).
 	regional *testenv.Environment
 )
 
-// installs counts the installs of a release on a cluster by the stand-in.
+// Installs counts the installs of a release on a cluster by the stand-in.
 func Installs(ns, cluster, release string) int {
 	for _, target := range []string{"default", "cert-manager"} {
 		if n := serviceSets.Installs(types.NamespacedName{Namespace: ns, Name: cluster}, target, release); n > 0 {

@@ -17,9 +17,10 @@ import (
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
+// Timeout is how long the suites wait for what a controller makes.
 const Timeout = 30 * time.Second
 
-// k0rdentFixtures creates the ClusterTemplate and Credential a Colony entry references.
+// K0rdentFixtures creates the ClusterTemplate and Credential a Colony entry references.
 func K0rdentFixtures(t *testing.T, ns string) {
 	t.Helper()
 	ctx := context.Background()
@@ -33,6 +34,8 @@ func K0rdentFixtures(t *testing.T, ns string) {
 	}
 }
 
+// ColonyEntry is a Colony entry named name that the stand-in makes ready,
+// with the template and credential of K0rdentFixtures.
 func ColonyEntry(name string) infrav1.ColonyCluster {
 	return infrav1.ColonyCluster{
 		ClusterName: name,
@@ -41,7 +44,7 @@ func ColonyEntry(name string) infrav1.ColonyCluster {
 	}
 }
 
-// updateSpec re-reads obj, changes it with mutate and updates it, again
+// UpdateSpec re-reads obj, changes it with mutate and updates it, again
 // while the update conflicts with the controllers' status writes.
 func UpdateSpec[T client.Object](g Gomega, obj T, mutate func(T)) {
 	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -53,12 +56,16 @@ func UpdateSpec[T client.Object](g Gomega, obj T, mutate func(T)) {
 	})).To(Succeed())
 }
 
+// Condition is obj's condition of type t, or nil.
 func Condition(obj interface{ GetConditions() []metav1.Condition }, t string) *metav1.Condition {
 	return apimeta.FindStatusCondition(obj.GetConditions(), t)
 }
 
+// RawJSON is s as an apiextensions JSON value.
 func RawJSON(s string) *apiextensionsv1.JSON { return &apiextensionsv1.JSON{Raw: []byte(s)} }
 
+// ConditionStatus is the status of obj's condition of type t, or "" if
+// it has none.
 func ConditionStatus(obj interface{ GetConditions() []metav1.Condition }, t string) metav1.ConditionStatus {
 	if c := Condition(obj, t); c != nil {
 		return c.Status

@@ -17,7 +17,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/childcluster"
 )
 
-// apiRequest is one API request Apiary's manager made, parsed from its URL.
+// APIRequest is one API request Apiary's manager made, parsed from its URL.
 type APIRequest struct {
 	// side is "management" or "child".
 	Side string
@@ -29,6 +29,7 @@ type APIRequest struct {
 	Name string
 }
 
+// String names the side, verb and resource of r.
 func (r APIRequest) String() string {
 	return fmt.Sprintf("%s %s %s", r.Side, r.Verb, r.Resource)
 }
@@ -38,7 +39,7 @@ func (r APIRequest) detail() string {
 	return fmt.Sprintf("%s %s %s %s/%s", r.Side, r.Verb, r.Resource, r.Namespace, r.Name)
 }
 
-// requestLog records every non-watch request of Apiary's manager, on the
+// RequestLog records every non-watch request of Apiary's manager, on the
 // management cluster and on every child, for the request-budget tests.
 type RequestLog struct {
 	mu  sync.Mutex
@@ -48,6 +49,7 @@ type RequestLog struct {
 	Management, ManagementWrites atomic.Int64
 }
 
+// Requests records the API requests of the manager Main starts.
 var Requests = &RequestLog{}
 
 func (l *RequestLog) record(side string, req *http.Request) {
@@ -63,7 +65,7 @@ func (l *RequestLog) record(side string, req *http.Request) {
 	l.mu.Unlock()
 }
 
-// since returns the requests recorded after mark (a len of an earlier call
+// Since returns the requests recorded after mark (a len of an earlier call
 // to mark) that keep says are of interest.
 func (l *RequestLog) Since(mark int, keep func(APIRequest) bool) []APIRequest {
 	l.mu.Lock()
@@ -77,19 +79,20 @@ func (l *RequestLog) Since(mark int, keep func(APIRequest) bool) []APIRequest {
 	return out
 }
 
-// requestsIn is how many requests Apiary made to the management cluster's
+// RequestsIn is how many requests Apiary made to the management cluster's
 // objects of a namespace.
 func RequestsIn(ns string) int {
 	return len(Requests.Since(0, func(r APIRequest) bool { return r.Side == "management" && r.Namespace == ns }))
 }
 
+// Mark is how many requests were recorded so far, for Since.
 func (l *RequestLog) Mark() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return len(l.all)
 }
 
-// tally counts requests by side, verb and resource, sorted for printing.
+// Tally counts requests by side, verb and resource, sorted for printing.
 func Tally(rs []APIRequest) []string {
 	counts := map[string]int{}
 	for _, r := range rs {
@@ -187,12 +190,12 @@ func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error
 	return resp, err
 }
 
-// serviceSetWatchLag delays what Apiary's ServiceSet watches receive, so
+// ServiceSetWatchLag delays what Apiary's ServiceSet watches receive, so
 // that a test can make Apiary's cache lag behind the API server as a busy
 // one does.
 var ServiceSetWatchLag atomic.Int64
 
-// laggingBody hands on a watch's bytes serviceSetWatchLag after they came.
+// laggingBody hands on a watch's bytes ServiceSetWatchLag after they came.
 type laggingBody struct{ io.ReadCloser }
 
 func (b *laggingBody) Read(p []byte) (int, error) {

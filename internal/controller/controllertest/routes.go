@@ -33,12 +33,14 @@ const (
 )
 
 var (
-	gwClientOnce  sync.Once
+	gwClientOnce sync.Once
+	// GatewayClient reaches the regional control plane with the Gateway
+	// API's types, once RegionalClient made it.
 	GatewayClient client.Client
 	gatewayOnce   sync.Once
 )
 
-// regionalClient reaches the regional control plane with the Gateway API's types.
+// RegionalClient reaches the regional control plane with the Gateway API's types.
 func RegionalClient(t *testing.T) client.Client {
 	t.Helper()
 	gwClientOnce.Do(func() {
@@ -65,7 +67,7 @@ func tenantGateway(t *testing.T) {
 
 var defaultGateway = types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}
 
-// kofCluster creates a ClusterDeployment the stand-in makes ready, with
+// KOFCluster creates a ClusterDeployment the stand-in makes ready, with
 // labels and annotations, and waits for it and its kubeconfig Secret.
 func KOFCluster(t *testing.T, ns, name string, labels, annotations map[string]string) {
 	t.Helper()
@@ -85,7 +87,7 @@ func KOFCluster(t *testing.T, ns, name string, labels, annotations map[string]st
 	}, Timeout, 200*time.Millisecond).Should(Succeed())
 }
 
-// regionalSetup makes, in ns, a regional ClusterDeployment "regional" on the
+// RegionalSetup makes, in ns, a regional ClusterDeployment "regional" on the
 // regional control plane (kof name "region-1") with the tenant Gateway, and
 // a child cluster of it named child.
 func RegionalSetup(t *testing.T, ns, child string) {
@@ -96,7 +98,7 @@ func RegionalSetup(t *testing.T, ns, child string) {
 	KOFCluster(t, ns, child, map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)
 }
 
-// accessClass creates a ServiceTemplate and a class exposing endpoints.
+// AccessClass creates a ServiceTemplate and a class exposing endpoints.
 func AccessClass(t *testing.T, ns, name string, endpoints ...workspacesv1.AccessEndpoint) *workspacesv1.WorkspaceClass {
 	t.Helper()
 	ServiceTemplate(t, ns, name+"-tmpl", nil)
@@ -105,11 +107,12 @@ func AccessClass(t *testing.T, ns, name string, endpoints ...workspacesv1.Access
 	})
 }
 
+// Endpoint is an access endpoint of a class.
 func Endpoint(name string, protocol workspacesv1.AccessProtocol, port int32) workspacesv1.AccessEndpoint {
 	return workspacesv1.AccessEndpoint{Name: name, Protocol: protocol, Port: port}
 }
 
-// createWorkspace creates a workspace and, when the test ends, deletes it
+// CreateWorkspace creates a workspace and, when the test ends, deletes it
 // and waits until it is gone, so that its pool ports are free again.
 func CreateWorkspace(t *testing.T, w *workspacesv1.WorkspaceDeployment) client.ObjectKey {
 	t.Helper()
@@ -122,6 +125,7 @@ func CreateWorkspace(t *testing.T, w *workspacesv1.WorkspaceDeployment) client.O
 	return key
 }
 
+// DeleteWorkspace deletes a workspace and waits until it is gone.
 func DeleteWorkspace(t *testing.T, key client.ObjectKey) {
 	t.Helper()
 	ctx := context.Background()
@@ -131,7 +135,7 @@ func DeleteWorkspace(t *testing.T, key client.ObjectKey) {
 	}, Timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", key)
 }
 
-// accessEntry returns a workspace's access entry of an endpoint.
+// AccessEntry returns a workspace's access entry of an endpoint.
 func AccessEntry(g Gomega, w *workspacesv1.WorkspaceDeployment, name string) workspacesv1.AccessEntry {
 	for _, e := range w.Status.Access {
 		if e.Name == name {
@@ -142,13 +146,13 @@ func AccessEntry(g Gomega, w *workspacesv1.WorkspaceDeployment, name string) wor
 	return workspacesv1.AccessEntry{}
 }
 
-// acceptRoutes plays the gateway controller for the routes of a workspace:
+// AcceptRoutes plays the gateway controller for the routes of a workspace:
 // Accepted and ResolvedRefs on their parent, the tenant Gateway.
 func AcceptRoutes(g Gomega, workspace string) {
 	g.Expect(testenv.AcceptRoutes(context.Background(), GatewayClient, defaultGateway, "ws-"+workspace)).To(Succeed())
 }
 
-// tcpRoute reads a workspace's TCPRoute on the regional cluster.
+// TCPRoute reads a workspace's TCPRoute on the regional cluster.
 func TCPRoute(g Gomega, workspace, endpoint string) *gatewayv1.TCPRoute {
 	r := &gatewayv1.TCPRoute{}
 	g.Expect(GatewayClient.Get(context.Background(), client.ObjectKey{Namespace: "ws-" + workspace, Name: endpoint}, r)).To(Succeed())

@@ -22,7 +22,7 @@ import (
 	"github.com/apiaryhq/apiary/test/standin"
 )
 
-// readyCluster creates a ClusterDeployment the stand-in makes ready, with its
+// ReadyCluster creates a ClusterDeployment the stand-in makes ready, with its
 // template and credential, and waits for it.
 func ReadyCluster(t *testing.T, ns, name string) {
 	t.Helper()
@@ -40,6 +40,7 @@ func ReadyCluster(t *testing.T, ns, name string) {
 	}, Timeout, 200*time.Millisecond).Should(Succeed())
 }
 
+// K0rdentFixturesOnce creates the K0rdentFixtures of ns unless they exist.
 func K0rdentFixturesOnce(t *testing.T, ns string) {
 	t.Helper()
 	err := Env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "remote-cred"}, &k0rdentv1beta1.Credential{})
@@ -49,7 +50,7 @@ func K0rdentFixturesOnce(t *testing.T, ns string) {
 	K0rdentFixtures(t, ns)
 }
 
-// serviceTemplate creates a valid ServiceTemplate with stand-in annotations.
+// ServiceTemplate creates a valid ServiceTemplate with stand-in annotations.
 func ServiceTemplate(t *testing.T, ns, name string, annotations map[string]string) {
 	t.Helper()
 	st := &k0rdentv1beta1.ServiceTemplate{
@@ -66,7 +67,7 @@ func ServiceTemplate(t *testing.T, ns, name string, annotations map[string]strin
 	}
 }
 
-// workspaceClass creates a cluster-scoped class and removes it after the test.
+// WorkspaceClass creates a cluster-scoped class and removes it after the test.
 func WorkspaceClass(t *testing.T, name, ns, template string, mutate func(*workspacesv1.WorkspaceClass)) *workspacesv1.WorkspaceClass {
 	t.Helper()
 	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
@@ -83,6 +84,8 @@ func WorkspaceClass(t *testing.T, name, ns, template string, mutate func(*worksp
 	return c
 }
 
+// NewWorkspace is a workspace of class on the ClusterDeployment cluster,
+// both in ns; it is not created.
 func NewWorkspace(ns, name, class, cluster string) *workspacesv1.WorkspaceDeployment {
 	return &workspacesv1.WorkspaceDeployment{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
@@ -93,13 +96,14 @@ func NewWorkspace(ns, name, class, cluster string) *workspacesv1.WorkspaceDeploy
 	}
 }
 
+// GetWorkspace reads a workspace, failing g if it cannot.
 func GetWorkspace(g Gomega, key client.ObjectKey) *workspacesv1.WorkspaceDeployment {
 	w := &workspacesv1.WorkspaceDeployment{}
 	g.Expect(Env.Client.Get(context.Background(), key, w)).To(Succeed())
 	return w
 }
 
-// eventuallyPhase waits for a workspace to reach a phase.
+// EventuallyPhase waits for a workspace to reach a phase.
 func EventuallyPhase(t *testing.T, key client.ObjectKey, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
 	var w *workspacesv1.WorkspaceDeployment
@@ -110,6 +114,7 @@ func EventuallyPhase(t *testing.T, key client.ObjectKey, phase workspacesv1.Work
 	return w
 }
 
+// EventuallyRunning waits for a workspace to be Running and Ready.
 func EventuallyRunning(t *testing.T, key client.ObjectKey) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
 	w := EventuallyPhase(t, key, workspacesv1.PhaseRunning)
@@ -122,7 +127,7 @@ func EventuallyRunning(t *testing.T, key client.ObjectKey) *workspacesv1.Workspa
 	return w
 }
 
-// serviceSetOf reads a workspace's ServiceSet.
+// ServiceSetOf reads a workspace's ServiceSet.
 func ServiceSetOf(g Gomega, w *workspacesv1.WorkspaceDeployment) *k0rdentv1beta1.ServiceSet {
 	ss := &k0rdentv1beta1.ServiceSet{}
 	g.Expect(Env.Client.Get(context.Background(), client.ObjectKey{Namespace: w.Spec.ClusterDeploymentRef.Namespace,
@@ -130,7 +135,7 @@ func ServiceSetOf(g Gomega, w *workspacesv1.WorkspaceDeployment) *k0rdentv1beta1
 	return ss
 }
 
-// releaseValues reads the values the stand-in's chart recorded on the child.
+// ReleaseValues reads the values the stand-in's chart recorded on the child.
 func ReleaseValues(g Gomega, namespace, release string) map[string]any {
 	cm := &corev1.ConfigMap{}
 	g.Expect(ChildClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: release + "-values"}, cm)).To(Succeed())
@@ -139,6 +144,8 @@ func ReleaseValues(g Gomega, namespace, release string) map[string]any {
 	return out
 }
 
+// ReadExample reads the YAML file at path, relative to the repository's
+// root, into into.
 func ReadExample(t *testing.T, path string, into any) {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(testenv.RepoRoot(), path))

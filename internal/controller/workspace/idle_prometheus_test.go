@@ -26,7 +26,7 @@ import (
 // promRoutes sends the PrometheusGPU probes of the workspaces a test routed
 // (by child namespace) to a real activity.Prometheus source; the others go
 // to the hanging source as before. It is put in front of the suite's probing
-// reader (activity.probes, whose clock is lifecycleNow, the reconciler's).
+// reader (controllertest.Activity.Probes, on the reconciler's clock).
 var promRoutes = &routedSource{byNamespace: map[string]activityprobe.Source{}, fallback: controllertest.HangingSource{}}
 
 func init() {
