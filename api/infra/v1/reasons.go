@@ -35,11 +35,15 @@ const (
 )
 
 // Exalsius-only reasons: the exalsius operator sets them and Apiary never
-// does. They are kept so that clients written against the operator (which
-// switch on these values) still compile against this package.
-// ClusterEnsureFailedReason was the operator's ClustersReady reason when it
-// could not create a ClusterDeployment; Apiary reports that cluster with
-// RenderFailed or DeliveryFailed and the condition with ClusterFailed.
+// does. They are kept for wire compatibility, so that clients written
+// against the operator (which switch on these values) still compile against
+// this package. hack/conditionsdocs accepts them unset, and fails when one is
+// set: a reason Apiary sets belongs to the lists above.
 //
 //apiary:exalsius-only
-const ClusterEnsureFailedReason = "ClusterEnsureFailed"
+const (
+	// ClusterEnsureFailedReason: the operator's ClustersReady reason when it
+	// could not create a ClusterDeployment; Apiary reports such a cluster as
+	// RenderFailed or DeliveryFailed, and ClustersReady as ClusterFailed.
+	ClusterEnsureFailedReason = "ClusterEnsureFailed"
+)

@@ -203,15 +203,19 @@ const (
 )
 
 // Exalsius-only reasons: the exalsius operator sets them and Apiary never
-// does. They are kept so that clients written against the operator (which
-// switch on these values) still compile against this package; nothing in
-// Apiary sets them. InvalidPrerequisiteReason failed a prerequisite with a
-// versionConstraint, which Apiary supports; InternalErrorReason failed a
-// workspace whose values did not merge or serialize, which Apiary reports as
-// ValuesInvalid or RenderFailed.
+// does. They are kept for wire compatibility, so that clients written
+// against the operator (which switch on these values) still compile against
+// this package. hack/conditionsdocs accepts them unset, and fails when one is
+// set: a reason Apiary sets belongs to the lists above.
 //
 //apiary:exalsius-only
 const (
+	// InvalidPrerequisiteReason: the operator failed a prerequisite with a
+	// versionConstraint, which it did not implement; Apiary honours the
+	// constraint (PrerequisiteVersionConflict when it cannot).
 	InvalidPrerequisiteReason = "InvalidPrerequisite"
-	InternalErrorReason       = "InternalError"
+	// InternalErrorReason: the operator failed a workspace whose values did
+	// not merge or serialize; Apiary reports that as ValuesInvalid or
+	// RenderFailed.
+	InternalErrorReason = "InternalError"
 )
