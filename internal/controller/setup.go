@@ -2,7 +2,10 @@
 // one list (List), after building the state they share: the indexes of
 // workspaces, the memory of prerequisite installs, the quota ledger, the
 // bundle resolver and the route sweeper. No controller registers another;
-// each kind's reconciler lives in a package of its own below this one.
+// each kind's reconciler lives in a package of its own below this one, and
+// none imports another's (kinds_test.go): what two kinds share lives
+// outside internal/controller, as the prerequisite Installer does in
+// internal/prerequisite/install.
 package controller
 
 import (
