@@ -55,12 +55,22 @@ func reasonIndexes(files []goFile) map[string]int {
 	return out
 }
 
-// literals finds reasons written as string literals: an argument passed as
-// a reason, or the Reason field of a composite literal.
-func literals(files []goFile) []Literal {
+// literals finds the reasons written as string literals, and those made by
+// a conversion string(x), where a reason is set: an argument passed as a
+// reason (to Flux's conditions helpers, to an event recorder's Eventf, or to
+// a function's reason parameter), the Reason field of a composite literal,
+// and an assignment to a Reason field or to a variable named reason.
+func literals(fset *token.FileSet, files []goFile) ([]Literal, []Conversion) {
 	idx := reasonIndexes(files)
 	byValue := map[string]map[string]bool{}
+	var convs []Conversion
 	add := func(e ast.Expr, file string) {
+		if call, ok := e.(*ast.CallExpr); ok && len(call.Args) == 1 {
+			if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "string" {
+				convs = append(convs, Conversion{Expr: expr(fset, call), File: file})
+			}
+			return
+		}
 		lit, ok := e.(*ast.BasicLit)
 		if !ok || lit.Kind != token.STRING {
 			return
@@ -85,6 +95,15 @@ func literals(files []goFile) []Literal {
 				if k, ok := x.Key.(*ast.Ident); ok && k.Name == "Reason" {
 					add(x.Value, f.rel)
 				}
+			case *ast.AssignStmt:
+				if len(x.Lhs) != len(x.Rhs) {
+					return true
+				}
+				for i, lhs := range x.Lhs {
+					if isReasonTarget(lhs) {
+						add(x.Rhs[i], f.rel)
+					}
+				}
 			}
 			return true
 		})
@@ -99,7 +118,20 @@ func literals(files []goFile) []Literal {
 		out = append(out, l)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Value < out[j].Value })
-	return out
+	sort.SliceStable(convs, func(i, j int) bool { return convs[i].File < convs[j].File })
+	return out, convs
+}
+
+// isReasonTarget reports whether an assignment to e sets a reason: e is a
+// Reason field (x.Reason) or a variable named reason.
+func isReasonTarget(e ast.Expr) bool {
+	switch x := e.(type) {
+	case *ast.SelectorExpr:
+		return x.Sel.Name == "Reason"
+	case *ast.Ident:
+		return x.Name == "reason"
+	}
+	return false
 }
 
 // events finds the calls of an event recorder's Eventf (the reason is its

@@ -24,13 +24,23 @@ type Constant struct {
 	Pkg   string // the directory of its package, relative to the root
 	Doc   string // its doc comment (or trailing or group comment), one line
 	Kind  string // condition, reason or phase
-	Users []string
+	// ExalsiusOnly marks a reason of an exalsius-only list: a const group
+	// whose doc comment holds the directive //apiary:exalsius-only.
+	ExalsiusOnly bool
+	Users        []string
 }
 
 // Literal is a reason written as a string literal where a reason is passed.
 type Literal struct {
 	Value string
 	Files []string
+}
+
+// Conversion is a reason made by a conversion, string(x), where a reason is
+// passed: a phase that does not go through commonv1.PhaseReason.
+type Conversion struct {
+	Expr string // the conversion as written
+	File string
 }
 
 // Event is a call that records a Kubernetes event.
@@ -42,9 +52,10 @@ type Event struct {
 
 // Scan is what the generator reads from the source.
 type Scan struct {
-	Constants []Constant
-	Literals  []Literal
-	Events    []Event
+	Constants   []Constant
+	Literals    []Literal
+	Conversions []Conversion
+	Events      []Event
 }
 
 type goFile struct {
@@ -53,9 +64,11 @@ type goFile struct {
 }
 
 // reasonParams names the functions whose parameter at the index is a
-// condition reason: Flux's conditions helpers, which Apiary calls.
+// reason: Flux's conditions helpers, which Apiary calls, and an event
+// recorder's Eventf (regarding, related, type, reason, action, note).
 var reasonParams = map[string]int{
 	"MarkTrue": 2, "MarkFalse": 2, "MarkUnknown": 2, "MarkReconciling": 1, "MarkStalled": 1,
+	"Eventf": 3,
 }
 
 // scan parses the non-test Go files under root's api and internal folders.
@@ -91,7 +104,7 @@ func scan(root string) (*Scan, error) {
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].rel < files[j].rel })
 	out := &Scan{Constants: constants(files)}
-	out.Literals = literals(files)
+	out.Literals, out.Conversions = literals(fset, files)
 	out.Events = events(fset, files)
 	for i := range out.Constants {
 		out.Constants[i].Users = users(files, out.Constants[i])
@@ -111,6 +124,7 @@ func constants(files []goFile) []Constant {
 			if !ok || gd.Tok != token.CONST {
 				continue
 			}
+			exalsiusOnly := isExalsiusOnly(gd.Doc)
 			reasonGroup := false
 			for _, s := range gd.Specs {
 				for _, n := range s.(*ast.ValueSpec).Names {
@@ -136,7 +150,7 @@ func constants(files []goFile) []Constant {
 						continue
 					}
 					out = append(out, Constant{Name: n.Name, Value: value, Pkg: path.Dir(f.rel), Kind: kind,
-						Doc: docOf(vs.Doc, vs.Comment, gd.Doc)})
+						Doc: docOf(vs.Doc, vs.Comment, gd.Doc), ExalsiusOnly: exalsiusOnly && kind == "reason"})
 				}
 			}
 		}
@@ -157,6 +171,23 @@ func kindOf(name string, typ ast.Expr, inAPI, reasonGroup bool) string {
 		return "reason"
 	}
 	return ""
+}
+
+// exalsiusOnlyDirective marks, in the doc comment of a const group, the
+// reasons that only the exalsius operator sets: kept for clients written
+// against it, never set by Apiary.
+const exalsiusOnlyDirective = "//apiary:exalsius-only"
+
+func isExalsiusOnly(doc *ast.CommentGroup) bool {
+	if doc == nil {
+		return false
+	}
+	for _, c := range doc.List {
+		if strings.TrimSpace(c.Text) == exalsiusOnlyDirective {
+			return true
+		}
+	}
+	return false
 }
 
 // docOf is the first sentence of the first comment present, on one line.

@@ -82,11 +82,12 @@ func statuses(err error) []error {
 // statusText describes a Status without its details or raw body.
 func statusText(s apierrors.APIStatus) string {
 	st := s.Status()
-	reason := string(st.Reason)
-	if !validReason.MatchString(reason) {
-		reason = "Unknown"
+	// The Status's reason is part of the text, never a condition's reason.
+	said := string(st.Reason)
+	if !validReason.MatchString(said) {
+		said = "Unknown"
 	}
-	text := fmt.Sprintf("the child's API server answered %d %s", st.Code, reason)
+	text := fmt.Sprintf("the child's API server answered %d %s", st.Code, said)
 	if st.Details != nil {
 		for _, c := range st.Details.Causes {
 			if c.Type == metav1.CauseTypeUnexpectedServerResponse {

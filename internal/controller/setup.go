@@ -2,7 +2,10 @@
 // one list (List), after building the state they share: the indexes of
 // workspaces, the memory of prerequisite installs, the quota ledger, the
 // bundle resolver and the route sweeper. No controller registers another;
-// each kind's reconciler lives in a package of its own below this one.
+// each kind's reconciler lives in a package of its own below this one, and
+// none imports another's (kinds_test.go): what two kinds share lives
+// outside internal/controller, as the prerequisite Installer does in
+// internal/prerequisite/install.
 package controller
 
 import (
@@ -23,7 +26,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/colony"
 	"github.com/apiaryhq/apiary/internal/controller/index"
-	"github.com/apiaryhq/apiary/internal/controller/prerequisite"
+	prerequisitectrl "github.com/apiaryhq/apiary/internal/controller/prerequisite"
 	"github.com/apiaryhq/apiary/internal/controller/regionalroutes"
 	"github.com/apiaryhq/apiary/internal/controller/tenantquota"
 	"github.com/apiaryhq/apiary/internal/controller/workspace"
@@ -33,7 +36,7 @@ import (
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
 	"github.com/apiaryhq/apiary/internal/impersonate"
 	"github.com/apiaryhq/apiary/internal/mesh"
-	prerequisites "github.com/apiaryhq/apiary/internal/prerequisite"
+	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/shard"
@@ -126,7 +129,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 		return kinds
 	}
 	bundles := &render.Resolver{Registry: d.Bundles, Cached: mgr.GetClient(), Reader: mgr.GetAPIReader()}
-	installs := &prerequisites.Writes{}
+	installs := &prerequisite.Writes{}
 	ledger := &quota.Ledger{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	var valuesReader client.Reader // the API reader
 	if c.ValuesFromServiceAccount != "" {
@@ -185,7 +188,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			Name:     "prerequisite",
 			Requires: []schema.GroupVersionKind{clusterDeploymentKind, serviceSetKind, serviceTemplateKind},
 			Setup: func(mgr ctrl.Manager) error {
-				return (&prerequisite.Reconciler{
+				return (&prerequisitectrl.Reconciler{
 					Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("apiary-workspacedeployment"), Sink: d.Sink,
 					GracePeriod: c.PrerequisiteGracePeriod, Shards: d.Shards, Installs: installs,
 				}).SetupWithManager(mgr)

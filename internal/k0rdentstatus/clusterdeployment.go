@@ -25,10 +25,10 @@ const (
 	PhaseDeleting     Phase = "Deleting"
 )
 
-// State is a phase with the reason and message behind it.
+// State is a phase with the message behind it. The phase is what a Colony
+// shows as the reason of its cluster (commonv1.PhaseReason).
 type State struct {
 	Phase   Phase
-	Reason  string
 	Message string
 }
 
@@ -48,11 +48,10 @@ var blockingConditions = []string{
 // ClusterDeploymentState reads the state of a ClusterDeployment.
 func ClusterDeploymentState(cd *k0rdentv1beta1.ClusterDeployment) State {
 	if !cd.DeletionTimestamp.IsZero() {
-		return State{Phase: PhaseDeleting, Reason: "Deleting", Message: "ClusterDeployment is being deleted"}
+		return State{Phase: PhaseDeleting, Message: "ClusterDeployment is being deleted"}
 	}
 	if cd.Status.ObservedGeneration < cd.Generation {
-		return State{Phase: PhaseProvisioning, Reason: "Progressing",
-			Message: fmt.Sprintf("waiting for k0rdent to observe generation %d", cd.Generation)}
+		return State{Phase: PhaseProvisioning, Message: fmt.Sprintf("waiting for k0rdent to observe generation %d", cd.Generation)}
 	}
 	conds := cd.Status.Conditions
 	var failed []string
@@ -62,31 +61,31 @@ func ClusterDeploymentState(cd *k0rdentv1beta1.ClusterDeployment) State {
 		}
 	}
 	if len(failed) > 0 {
-		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: strings.Join(failed, "; ")}
+		return State{Phase: PhaseFailed, Message: strings.Join(failed, "; ")}
 	}
 	ready := apimeta.FindStatusCondition(conds, k0rdentv1beta1.ReadyCondition)
 	if ready == nil {
-		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: "waiting for k0rdent to report readiness"}
+		return State{Phase: PhaseProvisioning, Message: "waiting for k0rdent to report readiness"}
 	}
 	capi := apimeta.FindStatusCondition(conds, k0rdentv1beta1.CAPIClusterSummaryCondition)
 	switch {
 	case ready.Status == metav1.ConditionTrue && (capi == nil || capi.Status == metav1.ConditionTrue):
-		return State{Phase: PhaseReady, Reason: "Ready", Message: "ClusterDeployment is ready"}
+		return State{Phase: PhaseReady, Message: "ClusterDeployment is ready"}
 	case ready.Status == metav1.ConditionTrue:
-		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: "cluster is not provisioned yet: " + capi.Message}
+		return State{Phase: PhaseProvisioning, Message: "cluster is not provisioned yet: " + capi.Message}
 	case capi != nil && capi.Status == metav1.ConditionFalse && capi.Reason == k0rdentv1beta1.FailedReason:
 		// kcm's generic Failed reason, not a CAPI progress report.
-		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: capi.Message}
+		return State{Phase: PhaseFailed, Message: capi.Message}
 	case ready.Status == metav1.ConditionFalse && ready.Reason == k0rdentv1beta1.FailedReason &&
 		strings.HasPrefix(ready.Message, "Cluster is not ready"):
 		// k0rdent 1.9 gives up on a CAPI cluster that stays unready for 30 minutes.
-		return State{Phase: PhaseFailed, Reason: "ClusterFailed", Message: ready.Message}
+		return State{Phase: PhaseFailed, Message: ready.Message}
 	default:
 		msg := ready.Message
 		if msg == "" {
 			msg = "waiting for the cluster to become ready"
 		}
-		return State{Phase: PhaseProvisioning, Reason: "Progressing", Message: msg}
+		return State{Phase: PhaseProvisioning, Message: msg}
 	}
 }
 
@@ -143,11 +142,9 @@ func OwnState(cd *k0rdentv1beta1.ClusterDeployment) State {
 		}
 	}
 	if len(waiting) > 0 {
-		return State{Phase: PhaseProvisioning, Reason: k0rdentv1beta1.ProgressingReason,
-			Message: "waiting for the cluster's services: " + strings.Join(waiting, ", ")}
+		return State{Phase: PhaseProvisioning, Message: "waiting for the cluster's services: " + strings.Join(waiting, ", ")}
 	}
-	return State{Phase: PhaseReady, Reason: "Ready",
-		Message: "ClusterDeployment is ready (services other ServiceSets deliver onto it are not counted)"}
+	return State{Phase: PhaseReady, Message: "ClusterDeployment is ready (services other ServiceSets deliver onto it are not counted)"}
 }
 
 // deployed reports whether a service of that name (and namespace, when

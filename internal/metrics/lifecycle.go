@@ -2,6 +2,8 @@ package metrics
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
 // Workspace lifecycle events: stops, starts, expiries and the GPUs stops gave back.
@@ -25,12 +27,12 @@ var (
 )
 
 // ObserveStop counts a workspace that finished stopping.
-func ObserveStop(reason string) { workspaceStops.WithLabelValues(reason).Inc() }
+func ObserveStop(why workspacesv1.StopReason) { workspaceStops.WithLabelValues(string(why)).Inc() }
 
 // ObserveGPUsReleased counts the GPUs a stopping workspace gave back.
-func ObserveGPUsReleased(reason, cluster, resource string, gpus int64) {
+func ObserveGPUsReleased(why workspacesv1.StopReason, cluster, resource string, gpus int64) {
 	if gpus > 0 {
-		gpusReleasedByStop.WithLabelValues(cluster, resource, reason).Add(float64(gpus))
+		gpusReleasedByStop.WithLabelValues(cluster, resource, string(why)).Add(float64(gpus))
 	}
 }
 

@@ -7,7 +7,10 @@ import (
 	"strings"
 )
 
-// Reasons of an Error: CamelCase words fit for a status condition's reason.
+// Classes of an Error, one CamelCase word each. A class is no condition's
+// reason and is never set as one (the reasons are declared in api/, one list
+// per API group): a bundle that fails to load or render makes the object's
+// reason RenderFailed, with the Error's message.
 const (
 	// ReasonBundle: the bundle's files cannot be loaded (missing Chart.yaml,
 	// bad ConfigMap key, invalid values.yaml or values.schema.json, ...).
@@ -15,7 +18,7 @@ const (
 	// ReasonInput: the request cannot be encoded as JSON values.
 	ReasonInput = "InputInvalid"
 	// ReasonSchema: the merged values fail the bundle's values.schema.json.
-	ReasonSchema = "ValuesInvalid"
+	ReasonSchema = "SchemaMismatch"
 	// ReasonTemplate: a template does not parse, fails while rendering
 	// (required, fail, a nil value, ...) or calls a function Apiary forbids.
 	ReasonTemplate = "TemplateError"

@@ -9,16 +9,3 @@ const (
 	// GPUInventoryReadyCondition reports the last GPU inventory scan.
 	GPUInventoryReadyCondition = "GPUInventoryReady"
 )
-
-// Colony condition reasons.
-const (
-	AllClustersReadyReason    = "AllClustersReady"
-	NotAllClustersReadyReason = "NotAllClustersReady"
-	ClusterEnsureFailedReason = "ClusterEnsureFailed"
-	ClusterFailedReason       = "ClusterFailed"
-	InvalidClusterSpecReason  = "InvalidClusterSpec"
-	KubeconfigMissingReason   = "KubeconfigMissing"
-	ChildUnreachableReason    = "ChildUnreachable"
-	InventoryScannedReason    = "InventoryScanned"
-	ScanFailedReason          = "ScanFailed"
-)

@@ -6,17 +6,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// TenantQuota condition types and reasons.
-const (
-	// WithinLimitsCondition is False while what is used exceeds a limit
-	// (after the quota was lowered, or a namespace joined the tenant): new
-	// admissions wait, nothing running is evicted.
-	WithinLimitsCondition = "WithinLimits"
-
-	EnforcedReason        = "Enforced"
-	InvalidSelectorReason = "InvalidSelector"
-	OverLimitReason       = "OverLimit"
-)
+// WithinLimitsCondition is False while what is used exceeds a limit (after
+// the quota was lowered, or a namespace joined the tenant): new admissions
+// wait, nothing running is evicted.
+const WithinLimitsCondition = "WithinLimits"
 
 // TenantQuotaSpec caps what the namespaces of a tenant hold together.
 type TenantQuotaSpec struct {

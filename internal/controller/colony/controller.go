@@ -185,7 +185,7 @@ func (r *Reconciler) notify(obj *infrav1.Colony, oldPhase infrav1.ColonyPhase) {
 	}
 	reason := conditions.GetReason(obj, infrav1.ClustersReadyCondition)
 	if reason == "" {
-		reason = string(obj.Status.Phase)
+		reason = commonv1.PhaseReason(obj.Status.Phase)
 	}
 	r.EventRecorder.Eventf(obj, nil, eventType, reason, "Reconcile", "%s: %s", obj.Status.Phase,
 		conditions.GetMessage(obj, commonv1.ReadyCondition))

@@ -56,7 +56,7 @@ func (r *Reconciler) reconcileKubeconfigs(ctx context.Context, obj *infrav1.Colo
 		data[c.ClusterDeploymentName] = ref
 	}
 	if err := r.writeKubeconfigsSecret(ctx, obj, data); err != nil {
-		conditions.MarkFalse(obj, infrav1.KubeconfigsReadyCondition, "SecretWriteFailed", "%s", err)
+		conditions.MarkFalse(obj, infrav1.KubeconfigsReadyCondition, infrav1.SecretWriteFailedReason, "%s", err)
 		return err
 	}
 	obj.Status.KubeconfigSecretName = kubeconfigsSecretName(obj)
@@ -66,7 +66,7 @@ func (r *Reconciler) reconcileKubeconfigs(ctx context.Context, obj *infrav1.Colo
 			"kubeconfig Secret not found for ready clusters: %s", reconciler.Enumerate(missing, ", ", 20))
 		return nil
 	}
-	conditions.MarkTrue(obj, infrav1.KubeconfigsReadyCondition, "KubeconfigsAggregated",
+	conditions.MarkTrue(obj, infrav1.KubeconfigsReadyCondition, infrav1.KubeconfigsAggregatedReason,
 		"Secret %s references %d kubeconfigs", obj.Status.KubeconfigSecretName, len(data))
 	return nil
 }

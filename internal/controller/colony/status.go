@@ -96,11 +96,11 @@ func (r *Reconciler) observeClusters(obj *infrav1.Colony, rc *renderedColony, cd
 		case rc.applyErr != nil && strings.Contains(rc.applyErr.Error(), c.cdName):
 			st.Reason, st.Message = commonv1.DeliveryFailedReason, reconciler.Truncate(applyErrorFor(rc.applyErr, c.cdName), maxClusterMessage)
 		case !exists:
-			st.Reason, st.Message = "Pending", "ClusterDeployment does not exist yet"
+			st.Reason, st.Message = infrav1.ClusterPendingReason, "ClusterDeployment does not exist yet"
 		default:
 			s := k0rdentstatus.OwnState(cd)
 			st.Ready = s.Phase == k0rdentstatus.PhaseReady
-			st.Reason, st.Message = string(s.Phase), reconciler.Truncate(s.Message, maxClusterMessage)
+			st.Reason, st.Message = commonv1.PhaseReason(s.Phase), reconciler.Truncate(s.Message, maxClusterMessage)
 			if s.Phase == k0rdentstatus.PhaseFailed {
 				st.Reason = infrav1.ClusterFailedReason
 			}
@@ -148,7 +148,7 @@ func summarizeClusters(obj *infrav1.Colony, rc *renderedColony) {
 			c.state.Reason == infrav1.ClusterFailedReason:
 			failed = append(failed, fmt.Sprintf("%s (%s)", c.entry.ClusterName, c.state.Message))
 		default:
-			if c.state.Reason != "Pending" {
+			if c.state.Reason != infrav1.ClusterPendingReason {
 				anyExists = true
 			}
 			notReady = append(notReady, c.entry.ClusterName)

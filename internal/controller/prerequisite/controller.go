@@ -31,14 +31,6 @@ import (
 // +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicetemplates,verbs=get;list;watch
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments;workspaceclasses,verbs=get;list;watch
 
-// Reasons of the events the prerequisite controller records on a shared
-// prerequisite ServiceSet.
-const (
-	PrerequisiteUnusedReason      = "PrerequisiteUnused"
-	PrerequisiteNeededAgainReason = "PrerequisiteNeededAgain"
-	PrerequisiteRemovedReason     = "PrerequisiteRemoved"
-)
-
 // removalPollInterval is how often a removal that is not done yet (the
 // release is uninstalling, or Flux has not pruned it) is looked at, besides
 // the ServiceSet's own events.
@@ -111,19 +103,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	p := prerequisite.PlanRemoval(needed, lastGone, prerequisite.UnusedSince(ss.Annotations), r.GracePeriod, r.now())
 	switch p.Action {
 	case prerequisite.ClearUnused:
-		r.event(ss, PrerequisiteNeededAgainReason, "a workspace needs the prerequisite again: its removal is cancelled")
+		r.event(ss, workspacesv1.PrerequisiteNeededAgainReason, "a workspace needs the prerequisite again: its removal is cancelled")
 	case prerequisite.MarkUnused:
 		if ss.Annotations == nil {
 			ss.Annotations = map[string]string{}
 		}
 		ss.Annotations[prerequisite.AnnotationUnusedSince] = prerequisite.FormatUnusedSince(p.Since)
-		r.event(ss, PrerequisiteUnusedReason, "no workspace of the cluster needs the prerequisite since %s: it is removed at %s unless one does",
+		r.event(ss, workspacesv1.PrerequisiteUnusedReason, "no workspace of the cluster needs the prerequisite since %s: it is removed at %s unless one does",
 			prerequisite.FormatUnusedSince(p.Since), prerequisite.FormatUnusedSince(p.Since.Add(r.GracePeriod)))
 		return ctrl.Result{RequeueAfter: p.After}, nil
 	case prerequisite.Wait:
 		return ctrl.Result{RequeueAfter: p.After}, nil
 	case prerequisite.Remove:
-		r.event(ss, PrerequisiteRemovedReason, "no workspace of the cluster needed the prerequisite for %s: removing it", r.GracePeriod)
+		r.event(ss, workspacesv1.PrerequisiteRemovedReason, "no workspace of the cluster needed the prerequisite for %s: removing it", r.GracePeriod)
 		r.setRemoving(req.NamespacedName, true)
 		r.Installs.MarkRemoving(ss.Namespace, ss.Name)
 		return r.remove(ctx, ss)

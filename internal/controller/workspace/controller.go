@@ -298,7 +298,7 @@ func (r *Reconciler) notify(obj *workspacesv1.WorkspaceDeployment, oldPhase work
 		return
 	}
 	eventType := corev1.EventTypeNormal
-	reason := string(obj.Status.Phase)
+	reason := commonv1.PhaseReason(obj.Status.Phase)
 	if obj.Status.Phase == workspacesv1.PhaseFailed {
 		eventType = corev1.EventTypeWarning
 		if obj.Status.FailureContext != nil && obj.Status.FailureContext.Reason != "" {
@@ -319,7 +319,7 @@ func (r *Reconciler) notifyHold(obj *workspacesv1.WorkspaceDeployment, oldReason
 		return
 	}
 	reason := conditions.GetReason(obj, commonv1.ReadyCondition)
-	if reason == oldReason || reason == string(phase) || reason == "" {
+	if reason == oldReason || reason == commonv1.PhaseReason(phase) || reason == "" {
 		return
 	}
 	r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, reason, "Reconcile", "%s", reconciler.Truncate(obj.Status.Message, 1000))

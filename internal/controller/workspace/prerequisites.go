@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/prerequisite/install"
 )
 
 // reconcilePrerequisites installs the class's prerequisites once per child
@@ -32,42 +32,42 @@ func (r *Reconciler) reconcilePrerequisites(ctx context.Context, w *workspaceRun
 		c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.Generation && obj.Status.Phase != workspacesv1.PhasePending {
 		return proceed, nil
 	}
-	worst := prerequisites.Satisfied
+	worst := install.Satisfied
 	var statuses []workspacesv1.PrerequisiteStatus
 	var notReady, failures []string
 	conflictReason := ""
 	for _, p := range w.class.Spec.Prerequisites {
-		c, err := r.prerequisites.Ensure(ctx, &prerequisites.Target{Obj: obj, Class: w.class, CD: w.cd, CDKey: w.cdKey}, p)
+		c, err := r.prerequisites.Ensure(ctx, &install.Target{Obj: obj, Class: w.class, CD: w.cd, CDKey: w.cdKey}, p)
 		if err != nil {
 			return stopWith(0), err
 		}
 		statuses = append(statuses, c.Status)
 		switch c.Verdict {
-		case prerequisites.Installing:
+		case install.Installing:
 			notReady = append(notReady, c.Status.Name)
-		case prerequisites.Conflict:
+		case install.Conflict:
 			if conflictReason == "" {
 				conflictReason = c.Reason
 			}
 			failures = append(failures, c.Status.Message)
-		case prerequisites.Failed:
+		case install.Failed:
 			failures = append(failures, c.Status.Message)
 		}
 		worst = max(worst, c.Verdict)
 	}
 	obj.Status.Prerequisites = statuses
 	switch worst {
-	case prerequisites.Conflict:
+	case install.Conflict:
 		msg := reconciler.Enumerate(failures, "; ", 5)
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, conflictReason, "%s", msg)
 		r.fail(ctx, obj, conflictReason, msg)
 		return stopWith(0), nil
-	case prerequisites.Failed:
+	case install.Failed:
 		msg := reconciler.Enumerate(failures, "; ", 5)
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.PrerequisitesNotReadyReason, "%s", msg)
 		r.fail(ctx, obj, workspacesv1.PrerequisitesNotReadyReason, msg)
 		return stopWith(0), nil
-	case prerequisites.Installing:
+	case install.Installing:
 		msg := fmt.Sprintf("Installing %d/%d prerequisites: %s", len(notReady), len(statuses), reconciler.Enumerate(notReady, ", ", 10))
 		conditions.MarkFalse(obj, workspacesv1.PrerequisitesMetCondition, workspacesv1.InstallingPrerequisitesReason, "%s", msg)
 		obj.Status.Phase = workspacesv1.PhaseInstallingPrerequisites

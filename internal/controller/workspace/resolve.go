@@ -69,7 +69,7 @@ func (r *Reconciler) resolveCluster(ctx context.Context, w *workspaceRun) (stepR
 	}
 	if ok, why := k0rdentstatus.ClusterProvisioned(cd); !ok {
 		msg := fmt.Sprintf("ClusterDeployment %s is not ready: %s", w.cdKey, why)
-		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, "ClusterNotReady", "%s", msg)
+		conditions.MarkFalse(obj, workspacesv1.ClusterDeploymentResolvedCondition, workspacesv1.ClusterNotReadyReason, "%s", msg)
 		pending(obj, "%s", msg)
 		return stopWith(0), nil
 	}

@@ -244,7 +244,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 	if l.StoppedAt == nil {
 		at := metav1.NewTime(r.now())
 		l.StoppedAt = &at
-		metrics.ObserveStop(string(l.StopReason))
+		metrics.ObserveStop(l.StopReason)
 		if r.EventRecorder != nil {
 			r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.StoppedReason, "Stop",
 				"the workspace stopped (%s): its workloads are scaled to zero and its GPUs, quota and URLs given back; its namespace and volumes are kept",
@@ -275,7 +275,7 @@ func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) error {
 	r.gate.forget(w.cdKey, obj.UID)
 	conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
-	metrics.ObserveGPUsReleased(string(lifecycleStatus(obj).StopReason), w.cdKey.String(), a.ResourceName,
+	metrics.ObserveGPUsReleased(lifecycleStatus(obj).StopReason, w.cdKey.String(), a.ResourceName,
 		resources.SatMul(a.GPUsPerReplica, int64(a.Replicas)))
 	return nil
 }

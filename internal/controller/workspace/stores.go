@@ -8,12 +8,12 @@ import (
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
-	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
 	"github.com/apiaryhq/apiary/internal/keylock"
 	"github.com/apiaryhq/apiary/internal/ownwrites"
+	"github.com/apiaryhq/apiary/internal/prerequisite/install"
 	"github.com/apiaryhq/apiary/internal/wake"
 )
 
@@ -27,7 +27,7 @@ type stores struct {
 	// desired renders workspaces and keeps each one's last rendering.
 	desired *desired.Renderer
 	// prerequisites installs the shared prerequisites of classes.
-	prerequisites *prerequisites.Installer
+	prerequisites *install.Installer
 	// routing publishes workspaces' routes and holds the ports of
 	// regional clusters' pools they were given.
 	routing *routing.Router

@@ -29,12 +29,12 @@ import (
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/index"
-	prerequisites "github.com/apiaryhq/apiary/internal/controller/prerequisite"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/desired"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/routing"
 	routesink "github.com/apiaryhq/apiary/internal/delivery/routes"
+	"github.com/apiaryhq/apiary/internal/prerequisite/install"
 	"github.com/apiaryhq/apiary/internal/priority"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/shard"
@@ -49,7 +49,7 @@ import (
 // that routed workspaces read.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r.stores = newStores()
-	r.prerequisites = &prerequisites.Installer{Reader: r.Client, EventRecorder: r.EventRecorder, Bundles: r.Bundles,
+	r.prerequisites = &install.Installer{Reader: r.Client, EventRecorder: r.EventRecorder, Bundles: r.Bundles,
 		Sink: r.Sink, Settings: r.Settings, Installs: r.Installs}
 	values := r.ValuesReader
 	if values == nil {

@@ -42,7 +42,7 @@ func HoldReason(obj *workspacesv1.WorkspaceDeployment) string {
 			}
 		}
 	}
-	return string(obj.Status.Phase)
+	return commonv1.PhaseReason(obj.Status.Phase)
 }
 
 // summaryCondition marks the conditions Summarize writes.

@@ -44,7 +44,7 @@ func Summarize(obj *workspacesv1.WorkspaceDeployment, err error) {
 	default:
 		// Ready names what the workspace waits for; Reconciling its phase.
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, HoldReason(obj), "%s", obj.Status.Message)
-		conditions.MarkReconciling(obj, string(phase), "%s", obj.Status.Message)
+		conditions.MarkReconciling(obj, commonv1.PhaseReason(phase), "%s", obj.Status.Message)
 		conditions.Delete(obj, commonv1.StalledCondition)
 	}
 	// A workspace that deploys again, or runs, has recovered.

@@ -141,7 +141,7 @@ func (r *Renderer) render(ctx context.Context, w Input) (*Set, *Problem, error) 
 	case err != nil:
 		return nil, nil, err
 	}
-	conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, "ConfigResolved", "values resolved")
+	conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, workspacesv1.ConfigResolvedReason, "values resolved")
 	markInjected(obj, resolved.Overwritten)
 	objects, digest, err := r.renderBundle(ctx, w, resolved)
 	if err != nil {

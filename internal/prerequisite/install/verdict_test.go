@@ -1,4 +1,4 @@
-package prerequisite
+package install
 
 import (
 	"testing"

@@ -1,4 +1,4 @@
-package prerequisite
+package install
 
 import (
 	"context"
@@ -16,10 +16,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
-
-// prerequisiteUpgradedReason is the reason of the event of a workspace that
-// upgrades a shared install.
-const prerequisiteUpgradedReason = "PrerequisiteUpgraded"
 
 // sharedInstall is the install of a prerequisite on a cluster that serves
 // a workspace: its ServiceSet (nil while pending) and what it installs.
@@ -119,7 +115,7 @@ func (in *Installer) useSharedInstall(ctx context.Context, t *Target, p workspac
 		up.Template = want
 		in.Installs.Record(id, up)
 		if in.EventRecorder != nil {
-			in.EventRecorder.Eventf(t.Obj, nil, corev1.EventTypeNormal, prerequisiteUpgradedReason, "Reconcile",
+			in.EventRecorder.Eventf(t.Obj, nil, corev1.EventTypeNormal, workspacesv1.PrerequisiteUpgradedReason, "Reconcile",
 				"upgrading the shared install %s of the cluster from %s to %s", inst.ServiceSet, inst.Template, want)
 		}
 		return installing(c, fmt.Sprintf("upgrading the shared install from %s to %s", inst.Template, want)), nil

@@ -1,0 +1,26 @@
+package v1
+
+// ReadyCondition is the summary.
+const ReadyCondition = "Ready"
+
+// Reasons of things.
+const (
+	// UsedReason: set by internal/thing.
+	UsedReason = "Used"
+	// OtherReason: set by internal/thing too.
+	OtherReason = "Other"
+)
+
+// Reasons only the other operator sets.
+//
+//apiary:exalsius-only
+const ForeignReason = "Foreign"
+
+// Phase is a phase of a thing.
+type Phase string
+
+// Phases of a thing.
+const (
+	PhaseUp   Phase = "Up"
+	PhaseDown Phase = "Down"
+)
