@@ -53,7 +53,7 @@ type fakeActivity struct {
 }
 
 var activity = &fakeActivity{answers: map[types.NamespacedName]lifecycle.Activity{}, asked: map[types.NamespacedName]int{},
-	probed: map[types.NamespacedName]bool{}, probes: &activityprobe.Reader{Now: lifecycleNow, Prober: &activityprobe.Prober{
+	probed: map[types.NamespacedName]bool{}, probes: &activityprobe.Reader{Clock: suiteClock, Prober: &activityprobe.Prober{
 		Sources: map[activityprobe.Format]activityprobe.Source{activityprobe.PrometheusGPU: hangingSource{}}, Timeout: 5 * time.Second}}}
 
 func (f *fakeActivity) LastActivity(ctx context.Context, t lifecycle.ActivityTarget) lifecycle.Activity {

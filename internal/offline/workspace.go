@@ -26,8 +26,6 @@ type workspace struct {
 	cdNS     string
 	cdName   string
 	resolved workspacesv1.WorkspaceResourceSpec
-	selector map[string]string
-	demand   int64
 }
 
 func (w *workspace) bad(field, msg string) error {
@@ -97,7 +95,7 @@ func (r *renderer) resolve(d input[*workspacesv1.WorkspaceDeployment]) (*workspa
 	if w.cdNS == "" {
 		w.cdNS = obj.Namespace
 	}
-	w.resolved, w.selector, w.demand = plan.Resources(class.obj, obj)
+	w.resolved = plan.Resources(class.obj, obj)
 	return w, nil
 }
 
@@ -137,7 +135,7 @@ func (r *renderer) renderValues(w *workspace) ([]*unstructured.Unstructured, err
 		}
 		return content, found, nil
 	}
-	v, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved, w.selector, w.demand), fetch)
+	v, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved), fetch)
 	var fieldErr *plan.FieldError
 	switch {
 	case errors.As(err, &fieldErr) && strings.HasSuffix(fieldErr.Field, "of the class"):

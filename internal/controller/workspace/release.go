@@ -46,7 +46,7 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 		since = &t.Time
 	}
 	timeout := deployTimeout(w.class)
-	rel := k0rdentstatus.ReleaseVerdict(ss, name, since, timeout, time.Now())
+	rel := k0rdentstatus.ReleaseVerdict(ss, name, since, timeout, r.now())
 	switch rel.Outcome {
 	case k0rdentstatus.ReleaseFailed:
 		msg := "Helm release failed: " + rel.FailureMessage
