@@ -14,9 +14,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
-// clusterLabel is the label the Colony controller sets on what it renders
-// for an entry (controllers.ClusterLabel).
-const clusterLabel = "infra.exalsius.ai/cluster"
 
 // workspace is one WorkspaceDeployment with its class and resolved inputs,
 // as controllers.workspaceRun.
