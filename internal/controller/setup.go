@@ -122,6 +122,9 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	if c.Policy == "" {
 		c.Policy = admission.StrictFIFO
 	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 	withFlux := func(kinds ...schema.GroupVersionKind) []schema.GroupVersionKind {
 		if d.Git {
 			kinds = append(kinds, flux.KustomizationGVK)

@@ -206,6 +206,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	if opts.PrerequisiteGracePeriod < 0 {
 		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{} // one clock, shared by every controller and the activity reader
+	}
 	if err := opts.mesh().Validate(); err != nil {
 		return nil, nil, err
 	}
