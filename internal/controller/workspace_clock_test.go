@@ -76,6 +76,9 @@ func chargeOf(g Gomega, quota string, key client.ObjectKey) *quotav1alpha1.Quota
 // the one created later but started again (stopped, then started) on the
 // fake clock queues at the fake time, before the other's creation: when the
 // GPU frees, it runs, and the one created earlier keeps waiting.
+//
+// The names are unique (uniq): the child cluster, and its ws-<name>
+// namespaces that never finish terminating in envtest, are the suite's.
 func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -100,7 +103,7 @@ func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 	fake := useFakeClock(t, t0)
 
 	// The occupant is admitted and charged at the fake time.
-	keyO := createWorkspace(t, gpuWorkspace(ns, "occupant", "g-"+ns, "c1", model, 1))
+	keyO := createWorkspace(t, gpuWorkspace(ns, uniq(ns, "occupant"), "g-"+ns, "c1", model, 1))
 	occupant := eventuallyRunning(t, keyO)
 	g.Expect(occupant.Status.Admission).NotTo(BeNil())
 	g.Expect(occupant.Status.Admission.AdmittedAt.Time).To(BeTemporally("==", t0), "admitted on the fake clock")
@@ -112,10 +115,10 @@ func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 
 	// Created first, b waits ahead of a by creation.
-	keyB := createWorkspace(t, gpuWorkspace(ns, "b", "g-"+ns, "c1", model, 1))
+	keyB := createWorkspace(t, gpuWorkspace(ns, uniq(ns, "b"), "g-"+ns, "c1", model, 1))
 	eventuallyPhase(t, keyB, workspacesv1.PhaseWaiting)
 	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
-	keyA := createWorkspace(t, gpuWorkspace(ns, "a", "g-"+ns, "c1", model, 1))
+	keyA := createWorkspace(t, gpuWorkspace(ns, uniq(ns, "a"), "g-"+ns, "c1", model, 1))
 	eventuallyPhase(t, keyA, workspacesv1.PhaseWaiting)
 
 	// a stops and starts again at t1 on the fake clock: before b's creation.
