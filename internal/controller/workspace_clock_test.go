@@ -94,7 +94,7 @@ func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 	g.Expect(standin.AddGPUNode(ctx, childClient, ns+"-l40", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
 	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
 		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
-		Hard: quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}},
+		Hard:              quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}},
 	}}
 	g.Expect(env.Client.Create(ctx, q)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })

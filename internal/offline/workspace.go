@@ -14,7 +14,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
-
 // workspace is one WorkspaceDeployment with its class and resolved inputs,
 // as controllers.workspaceRun.
 type workspace struct {
