@@ -67,8 +67,10 @@ func TrimPlacement(p []workspacesv1.GPUPlacement, replicas int32) []workspacesv1
 	return out
 }
 
-// SameCharge reports whether an admission charges quotas as a new record would.
-func SameCharge(a, rec *workspacesv1.WorkspaceAdmission) bool {
+// SameCPUAndMemory reports whether an admission records the CPU and memory
+// totals of a new record: the part of its quota charge beyond its GPUs
+// (which SameGPUs compares).
+func SameCPUAndMemory(a, rec *workspacesv1.WorkspaceAdmission) bool {
 	return sameQuantity(a.CPU, rec.CPU) && sameQuantity(a.Memory, rec.Memory)
 }
 

@@ -87,12 +87,12 @@ func TestPlacementRecordAndRecordedRoundTrip(t *testing.T) {
 	g.Expect(PlacementMessage(rec)).To(Equal("2 nvidia.com/gpu GPU(s) per replica for 4 replica(s) reserved on a×2, b×1, a×1"))
 }
 
-func TestSameCharge(t *testing.T) {
+func TestSameCPUAndMemory(t *testing.T) {
 	q := func(s string) *resource.Quantity { v := resource.MustParse(s); return &v }
 	g := NewWithT(t)
 	a := &workspacesv1.WorkspaceAdmission{CPU: q("2"), Memory: q("4Gi")}
-	g.Expect(SameCharge(a, &workspacesv1.WorkspaceAdmission{CPU: q("2000m"), Memory: q("4096Mi")})).To(BeTrue(), "equal amounts in other units")
-	g.Expect(SameCharge(a, &workspacesv1.WorkspaceAdmission{CPU: q("3"), Memory: q("4Gi")})).To(BeFalse())
-	g.Expect(SameCharge(a, &workspacesv1.WorkspaceAdmission{Memory: q("4Gi")})).To(BeFalse(), "CPU dropped")
-	g.Expect(SameCharge(&workspacesv1.WorkspaceAdmission{}, &workspacesv1.WorkspaceAdmission{})).To(BeTrue())
+	g.Expect(SameCPUAndMemory(a, &workspacesv1.WorkspaceAdmission{CPU: q("2000m"), Memory: q("4096Mi")})).To(BeTrue(), "equal amounts in other units")
+	g.Expect(SameCPUAndMemory(a, &workspacesv1.WorkspaceAdmission{CPU: q("3"), Memory: q("4Gi")})).To(BeFalse())
+	g.Expect(SameCPUAndMemory(a, &workspacesv1.WorkspaceAdmission{Memory: q("4Gi")})).To(BeFalse(), "CPU dropped")
+	g.Expect(SameCPUAndMemory(&workspacesv1.WorkspaceAdmission{}, &workspacesv1.WorkspaceAdmission{})).To(BeTrue())
 }

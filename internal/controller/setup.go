@@ -18,6 +18,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/jitter"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -86,8 +87,10 @@ type Config struct {
 	// ValuesFromServiceAccount, when set, makes workspaces' valuesFrom
 	// objects be read as this ServiceAccount of their namespace.
 	ValuesFromServiceAccount string
-	// Clock is the workspace lifecycle's clock; time.Now when nil (tests).
-	Clock func() time.Time
+	// Clock is the clock of every decision of the workspace and
+	// TenantQuota controllers and of the quota ledger; the wall clock
+	// when nil.
+	Clock clock.PassiveClock
 	// Activity reads workspaces' last activity for idle policies; idle
 	// culling is off when nil.
 	Activity workspace.ActivityReader
@@ -122,6 +125,9 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	if c.Policy == "" {
 		c.Policy = admission.StrictFIFO
 	}
+	if c.Clock == nil {
+		c.Clock = clock.RealClock{}
+	}
 	withFlux := func(kinds ...schema.GroupVersionKind) []schema.GroupVersionKind {
 		if d.Git {
 			kinds = append(kinds, flux.KustomizationGVK)
@@ -130,7 +136,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	}
 	bundles := &render.Resolver{Registry: d.Bundles, Cached: mgr.GetClient(), Reader: mgr.GetAPIReader()}
 	installs := &prerequisite.Writes{}
-	ledger := &quota.Ledger{Client: mgr.GetClient(), Reader: mgr.GetAPIReader()}
+	ledger := &quota.Ledger{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Clock: c.Clock}
 	var valuesReader client.Reader // the API reader
 	if c.ValuesFromServiceAccount != "" {
 		valuesReader = &impersonate.Reader{Config: mgr.GetConfig(), Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
@@ -223,7 +229,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			Setup: func(mgr ctrl.Manager) error {
 				return (&tenantquota.Reconciler{
 					Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), EventRecorder: mgr.GetEventRecorder("apiary-tenantquota"),
-					Ledger: ledger,
+					Ledger: ledger, Clock: c.Clock,
 				}).SetupWithManager(mgr, tenantquota.Options{MaxConcurrentReconciles: c.TenantQuotaWorkers})
 			},
 		})

@@ -87,14 +87,28 @@ func (o Options) productLabels(vendor string) []string {
 	return o.ProductLabels[vendor]
 }
 
+// DefaultResource is the GPU resource of a request that names no vendor,
+// and of a quota limit that names no resource: a bare gpuCount asks for
+// NVIDIA GPUs, as the exalsius operator's charts do. Every "no vendor means
+// NVIDIA" in Apiary is this constant, through ResourceFor or
+// ResourceOrDefault.
+const DefaultResource = ResourceNVIDIA
+
+// ResourceOrDefault is an extended resource name, DefaultResource when empty.
+func ResourceOrDefault(resource string) string {
+	if resource == "" {
+		return DefaultResource
+	}
+	return resource
+}
+
 // ResourceFor returns the extended resource of a GPU vendor, compared
-// case-insensitively: nvidia.com/gpu for NVIDIA and for no vendor (a bare
-// gpuCount asks for NVIDIA GPUs), amd.com/gpu for AMD. Any other vendor is
-// an error, never a guess.
+// case-insensitively: nvidia.com/gpu for NVIDIA, DefaultResource for no
+// vendor, amd.com/gpu for AMD. Any other vendor is an error, never a guess.
 func ResourceFor(vendor string) (string, error) {
 	v := strings.TrimSpace(vendor)
 	if v == "" {
-		return ResourceNVIDIA, nil
+		return DefaultResource, nil
 	}
 	for _, r := range gpuResources {
 		if strings.EqualFold(v, r.vendor) {

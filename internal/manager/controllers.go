@@ -55,6 +55,6 @@ func (d *deps) activity(opts Options) lifecycle.ActivityReader {
 		sources[activity.PrometheusGPU] = &activity.Prometheus{URL: opts.ActivityPrometheusURL, Timeout: opts.ActivityProbeTimeout,
 			Metric: opts.ActivityPrometheusMetric, NamespaceLabel: opts.ActivityPrometheusNamespaceLabel}
 	}
-	return &activity.Reader{Children: d.children, Now: opts.Clock, Prober: &activity.Prober{Sources: sources,
+	return &activity.Reader{Children: d.children, Clock: opts.Clock, Prober: &activity.Prober{Sources: sources,
 		MaxConcurrent: opts.ActivityProbeConcurrency, Timeout: opts.ActivityProbeTimeout}}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/config"
@@ -43,9 +44,10 @@ type Options struct {
 	// it), IP addresses and CIDRs child kubeconfigs' servers must match
 	// (kubeconfig.ParseServerPolicy); any server when empty.
 	ChildServerAllow []string
-	// Clock is the workspace lifecycle's clock (expiry, idle culling);
-	// time.Now when nil. For tests.
-	Clock func() time.Time
+	// Clock is the one clock of every decision (expiry, idle culling,
+	// admission order, admission and quota charge times, the activity
+	// reader); the wall clock when nil. For tests.
+	Clock clock.PassiveClock
 	// Activity reads workspaces' last activity for classes with an idle
 	// policy; built from the activity options when nil. For tests.
 	Activity lifecycle.ActivityReader
@@ -203,6 +205,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	}
 	if opts.PrerequisiteGracePeriod < 0 {
 		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{} // one clock, shared by every controller and the activity reader
 	}
 	if err := opts.mesh().Validate(); err != nil {
 		return nil, nil, err

@@ -95,14 +95,8 @@ func (r *renderer) renderColony(c input[*infrav1.Colony]) ([]*unstructured.Unstr
 			fail("", bundleError(bundle, err))
 			continue
 		}
+		render.LabelColonyObjects(output.Objects, obj.Name, entry.ClusterName)
 		for _, o := range output.Objects {
-			labels := o.GetLabels()
-			if labels == nil {
-				labels = map[string]string{}
-			}
-			labels[infrav1.ColonyLabel] = naming.LabelValue(obj.Name)
-			labels[clusterLabel] = naming.LabelValue(entry.ClusterName)
-			o.SetLabels(labels)
 			r.noteServices(o)
 		}
 		out = append(out, output.Objects...)

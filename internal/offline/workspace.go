@@ -14,10 +14,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
-// clusterLabel is the label the Colony controller sets on what it renders
-// for an entry (controllers.ClusterLabel).
-const clusterLabel = "infra.exalsius.ai/cluster"
-
 // workspace is one WorkspaceDeployment with its class and resolved inputs,
 // as controllers.workspaceRun.
 type workspace struct {
@@ -26,8 +22,6 @@ type workspace struct {
 	cdNS     string
 	cdName   string
 	resolved workspacesv1.WorkspaceResourceSpec
-	selector map[string]string
-	demand   int64
 }
 
 func (w *workspace) bad(field, msg string) error {
@@ -97,7 +91,7 @@ func (r *renderer) resolve(d input[*workspacesv1.WorkspaceDeployment]) (*workspa
 	if w.cdNS == "" {
 		w.cdNS = obj.Namespace
 	}
-	w.resolved, w.selector, w.demand = plan.Resources(class.obj, obj)
+	w.resolved = plan.Resources(class.obj, obj)
 	return w, nil
 }
 
@@ -137,7 +131,7 @@ func (r *renderer) renderValues(w *workspace) ([]*unstructured.Unstructured, err
 		}
 		return content, found, nil
 	}
-	v, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved, w.selector, w.demand), fetch)
+	v, err := plan.ResolveValues(class, obj, w.resolved, plan.Placement(w.resolved), fetch)
 	var fieldErr *plan.FieldError
 	switch {
 	case errors.As(err, &fieldErr) && strings.HasSuffix(fieldErr.Field, "of the class"):

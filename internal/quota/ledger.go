@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
@@ -53,8 +54,9 @@ type Ledger struct {
 	Client client.Client
 	// Reader reads quotas live after a conflict.
 	Reader client.Reader
-	// Now stamps charges; time.Now when nil.
-	Now func() time.Time
+	// Clock stamps charges; the wall clock when nil. It must be the
+	// workspace reconciler's, whose admissions the charges are.
+	Clock clock.PassiveClock
 
 	mu      sync.Mutex
 	written map[string]*quotav1alpha1.TenantQuota
@@ -89,7 +91,7 @@ func (l *Ledger) Reserve(ctx context.Context, names []string, req Request) (*Ref
 		err := l.update(ctx, name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) {
 			prev, charged = nil, false
 			if old := Find(q.Status.Charges, req.UID); old != nil {
-				if SameCharge(*old, charge) {
+				if SameAmounts(*old, charge) {
 					return false, nil // charged before this call: not this call's to undo
 				}
 				prev = old.DeepCopy()
@@ -231,8 +233,8 @@ func newer(a, b string) bool {
 }
 
 func (l *Ledger) now() time.Time {
-	if l.Now != nil {
-		return l.Now()
+	if l.Clock != nil {
+		return l.Clock.Now()
 	}
 	return time.Now()
 }

@@ -74,12 +74,7 @@ func Selects(q *quotav1alpha1.TenantQuota, nsLabels map[string]string) (bool, er
 }
 
 // limitResource is the extended resource of a GPU limit.
-func limitResource(l quotav1alpha1.GPULimit) string {
-	if l.ResourceName == "" {
-		return gpu.ResourceNVIDIA
-	}
-	return l.ResourceName
-}
+func limitResource(l quotav1alpha1.GPULimit) string { return gpu.ResourceOrDefault(l.ResourceName) }
 
 // Find returns the charge of a workspace, or nil.
 func Find(charges []quotav1alpha1.QuotaCharge, uid types.UID) *quotav1alpha1.QuotaCharge {
@@ -119,8 +114,10 @@ func Remove(charges []quotav1alpha1.QuotaCharge, uid types.UID) ([]quotav1alpha1
 	return out, found
 }
 
-// SameCharge reports whether two charges hold the same, whenever they were written.
-func SameCharge(a, b quotav1alpha1.QuotaCharge) bool {
+// SameAmounts reports whether two ledger entries are the same workspace's
+// and hold the same GPUs (of the same resource and selector), CPU and
+// memory, whenever they were written (ChargedAt is ignored).
+func SameAmounts(a, b quotav1alpha1.QuotaCharge) bool {
 	a.ChargedAt, b.ChargedAt = metav1.Time{}, metav1.Time{}
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.UID == b.UID && a.GPUs == b.GPUs &&
 		a.ResourceName == b.ResourceName && sameLabels(a.Selector, b.Selector) &&

@@ -174,9 +174,9 @@ func TestSameChargeIgnoresTheTimeAndEqualQuantities(t *testing.T) {
 	b := a.DeepCopy()
 	b.ChargedAt = metav1.NewTime(a.ChargedAt.Add(3600e9))
 	b.CPU = ptr.To(resource.MustParse("0"))
-	g.Expect(SameCharge(a, *b)).To(BeTrue())
+	g.Expect(SameAmounts(a, *b)).To(BeTrue())
 	b.Selector = map[string]string{"exalsius.ai/gpu-model": "A100"}
-	g.Expect(SameCharge(a, *b)).To(BeFalse())
+	g.Expect(SameAmounts(a, *b)).To(BeFalse())
 }
 
 func TestAheadServesOlderChargesFirst(t *testing.T) {

@@ -77,7 +77,7 @@ func Reconcile(ledger []quotav1alpha1.QuotaCharge, selected func(namespace strin
 		case m == nil:
 			e.Unknown = append(e.Unknown, c)
 		case m.Deleting:
-		case m.Admitted != nil && SameCharge(c, *m.Admitted):
+		case m.Admitted != nil && SameAmounts(c, *m.Admitted):
 		case m.Admitted == nil && m.Stopped && IsHeld(c):
 		default:
 			if age := now.Sub(c.ChargedAt.Time); age < staleAfter {
@@ -122,14 +122,14 @@ func (e *Edits) requeue(d time.Duration) {
 func (e Edits) Apply(q *quotav1alpha1.TenantQuota, seen []quotav1alpha1.QuotaCharge) bool {
 	changed := false
 	for _, c := range e.Remove {
-		if cur := Find(q.Status.Charges, c.UID); cur != nil && SameCharge(*cur, c) && cur.ChargedAt.Equal(&c.ChargedAt) {
+		if cur := Find(q.Status.Charges, c.UID); cur != nil && SameAmounts(*cur, c) && cur.ChargedAt.Equal(&c.ChargedAt) {
 			q.Status.Charges, _ = Remove(q.Status.Charges, c.UID)
 			changed = true
 		}
 	}
 	for _, c := range e.Put {
 		cur, was := Find(q.Status.Charges, c.UID), Find(seen, c.UID)
-		if (cur == nil && was == nil) || (cur != nil && was != nil && cur.ChargedAt.Equal(&was.ChargedAt) && SameCharge(*cur, *was)) {
+		if (cur == nil && was == nil) || (cur != nil && was != nil && cur.ChargedAt.Equal(&was.ChargedAt) && SameAmounts(*cur, *was)) {
 			q.Status.Charges = Upsert(q.Status.Charges, c)
 			changed = true
 		}

@@ -82,7 +82,7 @@ func Held(c quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaCharge {
 }
 
 // IsHeld reports whether a charge is a stopped workspace's (Held).
-func IsHeld(c quotav1alpha1.QuotaCharge) bool { return SameCharge(c, Held(c)) }
+func IsHeld(c quotav1alpha1.QuotaCharge) bool { return SameAmounts(c, Held(c)) }
 
 // HoldAll replaces a stopping workspace's charges, in every quota that
 // holds one (listed with the ledger's Client, the cache), with Held: the

@@ -103,8 +103,8 @@ func apiaryWrites(t *testing.T, ns string) written {
 	wsd.Namespace, wsd.UID = ns, "0d6c3e1c-0000-4000-8000-0000000000c2"
 	password := &corev1.Secret{}
 	readExample(t, "quickstart/notebook-password.yaml", password)
-	resolved, selector, demand := plan.Resources(class, wsd)
-	vals, err := plan.ResolveValues(class, wsd, resolved, plan.Placement(resolved, selector, demand),
+	resolved := plan.Resources(class, wsd)
+	vals, err := plan.ResolveValues(class, wsd, resolved, plan.Placement(resolved),
 		func(ref workspacesv1.ValuesReference) ([]byte, bool, error) {
 			// The quick start's Secret, as the API server would store it.
 			v, ok := password.StringData[ref.ValuesKey]

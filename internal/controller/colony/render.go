@@ -16,8 +16,8 @@ import (
 )
 
 // ClusterLabel is set on every object rendered for a Colony entry, with the
-// entry's clusterName.
-const ClusterLabel = "infra.exalsius.ai/cluster"
+// entry's clusterName (render.ColonyLabels).
+const ClusterLabel = render.ColonyClusterLabel
 
 // renderedCluster is the outcome of rendering one Colony entry.
 type renderedCluster struct {
@@ -84,14 +84,8 @@ func (r *Reconciler) renderCluster(ctx context.Context, obj *infrav1.Colony, ent
 	if err != nil {
 		return nil, err
 	}
+	render.LabelColonyObjects(output.Objects, obj.Name, entry.ClusterName)
 	for _, o := range output.Objects {
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[infrav1.ColonyLabel] = naming.LabelValue(obj.Name)
-		labels[ClusterLabel] = naming.LabelValue(entry.ClusterName)
-		o.SetLabels(labels)
 		if o.GetNamespace() == obj.Namespace {
 			if err := controllerutil.SetControllerReference(obj, o, r.Scheme()); err != nil {
 				return nil, fmt.Errorf("owning %s %s: %w", o.GetKind(), o.GetName(), err)

@@ -56,7 +56,7 @@ type FakeActivity struct {
 
 // Activity is the activity source of the manager Main starts.
 var Activity = &FakeActivity{answers: map[types.NamespacedName]lifecycle.Activity{}, asked: map[types.NamespacedName]int{},
-	probed: map[types.NamespacedName]bool{}, Probes: &activityprobe.Reader{Now: lifecycleNow, Prober: &activityprobe.Prober{
+	probed: map[types.NamespacedName]bool{}, Probes: &activityprobe.Reader{Clock: suiteClock, Prober: &activityprobe.Prober{
 		Sources: map[activityprobe.Format]activityprobe.Source{activityprobe.PrometheusGPU: HangingSource{}}, Timeout: 5 * time.Second}}}
 
 // LastActivity answers what a test set for the workspace, or asks the

@@ -144,7 +144,7 @@ func run(m *testing.M) int {
 			CRDCheckInterval:       time.Second,
 			InventoryInterval:      time.Minute,
 			Logger:                 ctrl.Log.WithName("apiary"),
-			Clock:                  lifecycleNow,
+			Clock:                  suiteClock,
 			Activity:               Activity,
 		})
 	}()

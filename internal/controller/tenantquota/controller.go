@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +48,10 @@ type Reconciler struct {
 	Ledger        *quota.Ledger
 	// StaleChargeAfter is DefaultStaleChargeAfter when zero.
 	StaleChargeAfter time.Duration
+	// Clock ages charges and stamps those put in place; the wall clock
+	// when nil. It must be the workspace reconciler's, whose charges it
+	// ages.
+	Clock clock.PassiveClock
 }
 
 // Options configure the TenantQuota controller.
@@ -172,7 +177,7 @@ func (r *Reconciler) edits(ctx context.Context, q *quotav1alpha1.TenantQuota, se
 	if staleAfter == 0 {
 		staleAfter = DefaultStaleChargeAfter
 	}
-	e := quota.Reconcile(q.Status.Charges, func(ns string) bool { return selected[ns] }, members, time.Now(), staleAfter)
+	e := quota.Reconcile(q.Status.Charges, func(ns string) bool { return selected[ns] }, members, r.now(), staleAfter)
 	for _, c := range e.Unknown {
 		ws := &workspacesv1.WorkspaceDeployment{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, ws)
@@ -184,4 +189,12 @@ func (r *Reconciler) edits(ctx context.Context, q *quotav1alpha1.TenantQuota, se
 		}
 	}
 	return e, nil
+}
+
+// now is the time on the reconciler's clock.
+func (r *Reconciler) now() time.Time {
+	if r.Clock != nil {
+		return r.Clock.Now()
+	}
+	return time.Now()
 }

@@ -6,13 +6,12 @@ import (
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/gpu"
-	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
 // admit is the gate between resolving a workspace and delivering it: its
@@ -37,18 +36,19 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	}
 	// The request as the spec says it; a vendor the gate found before is
 	// stamped again only when the admission it was found for is kept.
-	req := gpuRequest(w.resolved)
+	want := request.Of(w.resolved)
+	req := want.GPU()
 	quotas, err := r.quotasOf(ctx, obj.Namespace)
 	if err != nil {
 		return stopWith(0), err
 	}
 	if obj.Status.Admission == nil && delivered(obj) {
 		// Delivered before admissions were recorded: adopt what runs.
-		inForce = r.adopted(w, req)
+		inForce = r.adopted(w, want)
 	}
-	rec := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
-	rec.CPU, rec.Memory = totals(w.resolved)
-	if inForce != nil && admission.SameGPUs(inForce, req) && admission.SameCharge(inForce, rec) {
+	rec := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: r.admittedAt()}
+	rec.CPU, rec.Memory = want.Total.CPU, want.Total.Memory
+	if inForce != nil && admission.SameGPUs(inForce, req) && admission.SameCPUAndMemory(inForce, rec) {
 		stampPreviousVendor(w)
 		r.keepAdmission(w, inForce, req)
 		return proceed, nil
@@ -90,7 +90,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 			return stopWith(0), err
 		}
 		stampVendor(w, decision.Vendor)
-		feasibilityFromGate(w, nodes, pods, &decision)
+		r.feasibilityFromGate(w, nodes, pods, &decision)
 		if decision.Outcome != admission.Admit {
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}
@@ -138,10 +138,10 @@ func (r *Reconciler) keepAdmission(w *workspaceRun, a *workspacesv1.WorkspaceAdm
 // adopted is the admission of a workspace delivered before Apiary recorded
 // admissions: its request, of the resource its release was given (that of
 // the vendor stamped on its status), placed where the gate now finds it.
-func (r *Reconciler) adopted(w *workspaceRun, req *admission.Request) *workspacesv1.WorkspaceAdmission {
-	a := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: admittedAt()}
-	a.CPU, a.Memory = totals(w.resolved)
-	if req != nil {
+func (r *Reconciler) adopted(w *workspaceRun, want request.Request) *workspacesv1.WorkspaceAdmission {
+	a := &workspacesv1.WorkspaceAdmission{Cluster: w.cdKey.String(), AdmittedAt: r.admittedAt()}
+	a.CPU, a.Memory = want.Total.CPU, want.Total.Memory
+	if req := want.GPU(); req != nil {
 		a.ResourceName, a.GPUsPerReplica, a.Replicas, a.Selector = req.Resource, req.PerReplica, req.Replicas, req.Selector
 		if a.ResourceName == "" {
 			a.ResourceName, _ = gpu.ResourceFor(previousVendor(w.obj))
@@ -177,14 +177,4 @@ func (r *Reconciler) markAdmitted(w *workspaceRun, rec *workspacesv1.WorkspaceAd
 	} else {
 		conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
 	}
-}
-
-// totals are the CPU and memory of all replicas of resolved resources;
-// none for resources resources.Check refused.
-func totals(res workspacesv1.WorkspaceResourceSpec) (cpu, memory *resource.Quantity) {
-	d, err := resources.DemandOf(res)
-	if err != nil {
-		return nil, nil
-	}
-	return d.CPU, d.Memory
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -88,9 +89,10 @@ type Reconciler struct {
 	// Sweeper removes the routes of deleted workspaces from regional
 	// clusters; a deletion asks it to look at its regional cluster.
 	Sweeper *routesink.Sweeper
-	// Clock is the lifecycle's clock (expiry, idle culling, the start
-	// queue); time.Now when nil.
-	Clock func() time.Time
+	// Clock is the clock of every decision: expiry, idle culling, the
+	// start queue, admission times and quota charge times (the Ledger's,
+	// which setup gives the same clock). The wall clock when nil.
+	Clock clock.PassiveClock
 	// Activity reads workspaces' last activity for classes with an idle
 	// policy; idle culling is off when nil.
 	Activity ActivityReader
@@ -251,8 +253,6 @@ type workspaceRun struct {
 	cdKey    types.NamespacedName
 	cd       *k0rdentv1beta1.ClusterDeployment
 	resolved workspacesv1.WorkspaceResourceSpec
-	selector map[string]string
-	demand   int64
 	// serviceSetDigest is the applied-digest of the ServiceSet the sink
 	// holds for the workspace: a cached ServiceSet without it predates the
 	// apply and says nothing of the release.

@@ -42,7 +42,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		return proceed, nil // nothing to pause
 	}
 	set, problem, err := r.desired.Desired(ctx, desired.Input{Obj: obj, Class: w.class, CDKey: w.cdKey,
-		Resolved: w.resolved, Selector: w.selector, Demand: w.demand})
+		Resolved: w.resolved})
 	switch {
 	case w.stopping != "" && err != nil:
 		return r.pauseDelivered(ctx, w, err.Error())
@@ -91,7 +91,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		objs = pauseServiceSet(obj, objs)
 	}
 	// The last step before delivery: what reaches the chart is what was admitted.
-	if err := desired.CheckAdmitted(objs, w.class, w.resolved, w.selector, w.demand); err != nil {
+	if err := desired.CheckAdmitted(objs, w.class, w.resolved); err != nil {
 		r.fail(ctx, obj, workspacesv1.InjectedValueOverriddenReason, err.Error())
 		return stopWith(0), nil
 	}

@@ -13,42 +13,17 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
-	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
-
-// demandOf is what all replicas of resolved resources ask for, and the name
-// of their GPUs for messages (the model, else the vendor). The resources
-// passed resources.Check, so no product overflows.
-func demandOf(res workspacesv1.WorkspaceResourceSpec) (admission.Totals, int32, string) {
-	d, _ := resources.DemandOf(res)
-	t := admission.Totals{GPUs: d.GPUs}
-	for _, q := range []struct {
-		from *resource.Quantity
-		to   *resource.Quantity
-	}{{d.CPU, &t.CPU}, {d.Memory, &t.Memory}, {d.Storage, &t.Storage}} {
-		if q.from != nil {
-			*q.to = *q.from
-		}
-	}
-	what := ""
-	if pr := res.PerReplica; pr != nil {
-		switch {
-		case pr.GPUType != nil:
-			what = *pr.GPUType
-		case pr.GPUVendor != nil:
-			what = string(*pr.GPUVendor)
-		}
-	}
-	return t, int32(d.Replicas), what
-}
 
 // feasibilityFor reads the child cluster's nodes and pods for a workspace
 // without GPUs that asks for CPU, memory or storage, and publishes whether
 // they fit. A workspace that asks for nothing fits without a look.
 func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun) {
-	demand, replicas, what := demandOf(w.resolved)
+	want := request.Of(w.resolved)
+	demand, replicas, what := want.Totals(), int32(want.Replicas), want.What()
 	if demand.CPU.IsZero() && demand.Memory.IsZero() && demand.Storage.IsZero() {
-		publishFeasibility(w, admission.Feasible(nil, nil, demand, replicas, nil, what), false)
+		publishFeasibility(w, admission.Feasible(nil, nil, demand, replicas, nil, what), false, r.now())
 		return
 	}
 	owner := workspaceWatchOwner(w.obj) + "/feasibility"
@@ -64,14 +39,14 @@ func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun) {
 		feasibilityUnknown(w.obj, firstErr(errN, errP))
 		return
 	}
-	publishFeasibility(w, admission.Feasible(nodes, pods, demand, replicas, nil, what), true)
+	publishFeasibility(w, admission.Feasible(nodes, pods, demand, replicas, nil, what), true, r.now())
 }
 
 // feasibilityFromGate publishes the verdict on a GPU request from the
 // snapshot and the decision of the gate.
-func feasibilityFromGate(w *workspaceRun, nodes []corev1.Node, pods []corev1.Pod, d *admission.Decision) {
-	demand, replicas, what := demandOf(w.resolved)
-	publishFeasibility(w, admission.Feasible(nodes, pods, demand, replicas, d, what), true)
+func (r *Reconciler) feasibilityFromGate(w *workspaceRun, nodes []corev1.Node, pods []corev1.Pod, d *admission.Decision) {
+	want := request.Of(w.resolved)
+	publishFeasibility(w, admission.Feasible(nodes, pods, want.Totals(), int32(want.Replicas), d, want.What()), true, r.now())
 }
 
 // publishFeasibility writes status.feasibility and the Feasible condition
@@ -79,7 +54,7 @@ func feasibilityFromGate(w *workspaceRun, nodes []corev1.Node, pods []corev1.Pod
 // changed: whether it fits, what is demanded or missing, the message.
 // Available and evaluatedAt move only with it, so a workspace waiting while
 // pods come and go on its cluster causes no write until its verdict moves.
-func publishFeasibility(w *workspaceRun, f admission.Feasibility, measured bool) {
+func publishFeasibility(w *workspaceRun, f admission.Feasibility, measured bool, now time.Time) {
 	obj := w.obj
 	res := *w.resolved.DeepCopy()
 	next := &workspacesv1.FeasibilityStatus{Fits: f.Fits, Message: f.Message,
@@ -99,7 +74,7 @@ func publishFeasibility(w *workspaceRun, f admission.Feasibility, measured bool)
 			return
 		}
 	}
-	next.EvaluatedAt = metav1.NewTime(time.Now().Truncate(time.Second))
+	next.EvaluatedAt = metav1.NewTime(now.Truncate(time.Second))
 	obj.Status.Feasibility = next
 	if f.Fits {
 		conditions.MarkTrue(obj, workspacesv1.FeasibleCondition, workspacesv1.ResourcesAvailableReason, "%s", f.Message)

@@ -19,30 +19,12 @@ import (
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
-	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
 // waitingResync bounds how long a Waiting workspace goes without a look, on
 // top of the watches that wake it (node, pod, workspace and quota changes).
 const waitingResync = time.Minute
-
-// gpuRequest is what the gate places of resolved resources: nil without GPUs.
-// The resource follows the vendor when one is set; the nodes decide
-// otherwise (and for a vendor resolveResources refused).
-func gpuRequest(res workspacesv1.WorkspaceResourceSpec) *admission.Request {
-	pr := res.PerReplica
-	if plan.Demand(res) <= 0 {
-		return nil
-	}
-	req := &admission.Request{Selector: plan.GPUSelector(res), PerReplica: int64(*pr.GPUCount), Replicas: 1}
-	if res.Replicas != nil {
-		req.Replicas = *res.Replicas
-	}
-	if pr.GPUVendor != nil && *pr.GPUVendor != "" {
-		req.Resource, _ = gpu.ResourceFor(string(*pr.GPUVendor))
-	}
-	return req
-}
 
 // decideGPUs reads the child cluster's nodes and pods and plans the
 // cluster's queue with the workspace's request in it. The caller holds the
@@ -91,7 +73,7 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	if a == nil && !candidate && delivered(s) && s.Status.ResolvedResources != nil {
 		// Delivered before admissions were recorded (an upgrade, or another
 		// controller): its request holds, placed first-fit.
-		if g := gpuRequest(*s.Status.ResolvedResources); g != nil {
+		if g := request.Of(*s.Status.ResolvedResources).GPU(); g != nil {
 			out.Admitted = &admission.Admission{Request: *g}
 		}
 	}
@@ -99,7 +81,7 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	case candidate:
 		out.Pending = req
 	case claimsPlace(s):
-		out.Pending = gpuRequest(*s.Status.ResolvedResources)
+		out.Pending = request.Of(*s.Status.ResolvedResources).GPU()
 		out.QuotaBlocked = conditions.IsFalse(s, workspacesv1.QuotaReservedCondition)
 	}
 	return out
@@ -225,5 +207,5 @@ func describeGPUs(req *admission.Request) string {
 	return out
 }
 
-// admittedAt is the time of an admission made now.
-func admittedAt() metav1.Time { return metav1.NewTime(time.Now().Truncate(time.Second)) }
+// admittedAt is the time of an admission made now, on the reconciler's clock.
+func (r *Reconciler) admittedAt() metav1.Time { return metav1.NewTime(r.now().Truncate(time.Second)) }

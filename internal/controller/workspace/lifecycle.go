@@ -34,10 +34,11 @@ const (
 	fluxNamespaceLabel = "kustomize.toolkit.fluxcd.io/namespace"
 )
 
-// now is the lifecycle's clock.
+// now is the time on the reconciler's clock, the one every decision reads:
+// expiry, culling, the start queue, admissions and quota charges.
 func (r *Reconciler) now() time.Time {
 	if r.Clock != nil {
-		return r.Clock()
+		return r.Clock.Now()
 	}
 	return time.Now()
 }

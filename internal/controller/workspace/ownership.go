@@ -16,6 +16,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/workspace/childns"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 )
 
@@ -88,10 +89,7 @@ func admittedReplicas(w *workspaceRun) int64 {
 	if a := w.obj.Status.Admission; a != nil && a.Replicas > 0 {
 		return int64(a.Replicas)
 	}
-	if n := w.resolved.Replicas; n != nil {
-		return int64(*n)
-	}
-	return 1
+	return request.Of(w.resolved).Replicas
 }
 
 // recordOf and workloadsOf convert between the status's list and

@@ -18,10 +18,10 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
-	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
@@ -50,12 +50,12 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 		return proceed, nil
 	}
 	req := quota.AdmissionRequest(w.obj, rec)
-	charge := req.Charge(metav1.Now())
+	charge := req.Charge(metav1.NewTime(r.now()))
 	names := make([]string, 0, len(quotas))
 	var grows []*quotav1alpha1.TenantQuota
 	for _, q := range quotas {
 		names = append(names, q.Name)
-		if old := quota.Find(q.Status.Charges, obj.UID); old == nil || !quota.SameCharge(*old, charge) {
+		if old := quota.Find(q.Status.Charges, obj.UID); old == nil || !quota.SameAmounts(*old, charge) {
 			grows = append(grows, q)
 		}
 	}
@@ -128,7 +128,7 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 			}
 			if ok, _ := quota.Selects(q, labels[v.Namespace]); ok {
 				selected = append(selected, v)
-				charges = append(charges, waitingCharge(v))
+				charges = append(charges, r.waitingCharge(v))
 			}
 		}
 		for _, i := range quota.Ahead(q, charges, charge) {
@@ -145,17 +145,8 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 
 // waitingCharge is what a waiting workspace would charge, from the
 // resources stamped on its status.
-func waitingCharge(v *workspacesv1.WorkspaceDeployment) quotav1alpha1.QuotaCharge {
-	res := *v.Status.ResolvedResources
-	req := quota.Request{Namespace: v.Namespace, Name: v.Name, UID: v.UID}
-	if g := gpuRequest(res); g != nil {
-		req.GPUs, req.ResourceName, req.Selector = g.Demand(), g.Resource, g.Selector
-		if req.ResourceName == "" {
-			req.ResourceName = gpu.ResourceNVIDIA // a bare gpuCount requests NVIDIA's
-		}
-	}
-	req.CPU, req.Memory = totals(res)
-	return req.Charge(metav1.Now())
+func (r *Reconciler) waitingCharge(v *workspacesv1.WorkspaceDeployment) quotav1alpha1.QuotaCharge {
+	return request.Of(*v.Status.ResolvedResources).Quota(v.Namespace, v.Name, v.UID).Charge(metav1.NewTime(r.now()))
 }
 
 // olderThan orders workspaces first come, first served: the time they

@@ -46,6 +46,8 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 		since = &t.Time
 	}
 	timeout := deployTimeout(w.class)
+	// The wall clock: since is a condition's transition time, which the
+	// conditions library stamps with it.
 	rel := k0rdentstatus.ReleaseVerdict(ss, name, since, timeout, time.Now())
 	switch rel.Outcome {
 	case k0rdentstatus.ReleaseFailed:

@@ -80,9 +80,9 @@ func (r *Reconciler) resolveCluster(ctx context.Context, w *workspaceRun) (stepR
 }
 
 // resolveResources merges the class's defaults with the workspace's
-// overrides and derives the GPU selector and demand the gate checks.
+// overrides; what they ask for is request.Of's.
 func (r *Reconciler) resolveResources(ctx context.Context, w *workspaceRun) (stepResult, error) {
-	w.resolved, w.selector, w.demand = plan.Resources(w.class, w.obj)
+	w.resolved = plan.Resources(w.class, w.obj)
 	if err := checkResources(w.resolved); err != nil && w.stopping != "" {
 		return r.pauseDelivered(ctx, w, err.Error()) // Git mode: the stop goes on without rendering
 	} else if err != nil {

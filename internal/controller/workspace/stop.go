@@ -205,7 +205,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return proceed, nil
 	}
 	l := lifecycleStatus(obj)
-	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, time.Now()) && r.stoppedQuiet(ctx, w) {
+	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, r.now()) && r.stoppedQuiet(ctx, w) {
 		return r.watchStopped(ctx, w)
 	}
 	cc, err := r.Children.Client(ctx, w.cdKey)
@@ -219,7 +219,7 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 		return stopWith(0), fmt.Errorf("scaling the workspace's workloads to zero: %w", err)
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopScaled)
-	r.stopChecks.done(obj.UID, time.Now())
+	r.stopChecks.done(obj.UID, r.now())
 	if l.StoppedAt != nil && res.Reverted+res.Scaled > 0 && r.EventRecorder != nil {
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeWarning, workspacesv1.StopRevertedReason, "Stop",
 			"%d workload(s) of the stopped workspace ran again (scaled up, or installed by a Helm action in flight when it stopped); scaled back to zero",

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
@@ -51,9 +52,9 @@ type Reader struct {
 	Prober *Prober
 	// Children reads token Secrets; endpoints with a token are unknown when nil.
 	Children ChildClients
-	// Now is the clock; time.Now when nil. It must be the reconciler's:
-	// an answer's At is on it.
-	Now func() time.Time
+	// Clock is the clock; the wall clock when nil. It must be the
+	// reconciler's: an answer's At is on it.
+	Clock clock.PassiveClock
 
 	once    sync.Once
 	mu      sync.Mutex
@@ -78,8 +79,8 @@ func (r *Reader) init() {
 }
 
 func (r *Reader) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
 	return time.Now()
 }
@@ -122,7 +123,7 @@ func (r *Reader) LastActivity(_ context.Context, t lifecycle.ActivityTarget) lif
 
 // sweep drops answers nobody took for keptFor; r.mu is held.
 func (r *Reader) sweep() {
-	now := time.Now()
+	now := r.now()
 	for k, e := range r.entries {
 		if !e.inFlight && now.Sub(e.doneAt) > keptFor {
 			delete(r.entries, k)
@@ -140,7 +141,7 @@ func (r *Reader) probe(t lifecycle.ActivityTarget) {
 		e = &entry{}
 		r.entries[t.Workspace] = e
 	}
-	e.inFlight, e.answer, e.doneAt = false, &a, time.Now()
+	e.inFlight, e.answer, e.doneAt = false, &a, r.now()
 	r.mu.Unlock()
 	ws := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: t.Workspace.Namespace, Name: t.Workspace.Name}}
 	select {

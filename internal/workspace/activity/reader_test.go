@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
@@ -33,8 +34,8 @@ func (s gatedSource) Observe(ctx context.Context, _ Target, now time.Time) (Obse
 func TestReaderNeverMakesItsCallerWait(t *testing.T) {
 	g := NewWithT(t)
 	gate := make(chan struct{})
-	clock := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
-	r := &Reader{Now: func() time.Time { return clock }, Prober: &Prober{
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC))
+	r := &Reader{Clock: clock, Prober: &Prober{
 		Sources: map[Format]Source{PrometheusGPU: gatedSource{gate}}, Timeout: 10 * time.Second}}
 	updates := r.Subscribe()
 	tgt := func(name string) lifecycle.ActivityTarget {
@@ -63,7 +64,7 @@ func TestReaderNeverMakesItsCallerWait(t *testing.T) {
 			t.Fatalf("woken: %v", woken)
 		}
 	}
-	clock = clock.Add(time.Minute) // read later: the answer keeps the time it was asked
+	clock.SetTime(clock.Now().Add(time.Minute)) // read later: the answer keeps the time it was asked
 	a := r.LastActivity(context.Background(), tgt("a"))
 	g.Expect(a.Pending).To(BeFalse())
 	g.Expect(a.Known).To(BeTrue())

@@ -80,7 +80,7 @@ func FuzzResolvedValuesGiveTheChartWhatWasAdmitted(f *testing.F) {
 			return []byte(docs[ref.Name[1]-'0']), true, nil
 		}
 		resolved := fuzzSpec(gpuCount, set)
-		placement := Placement(resolved, GPUSelector(resolved), Demand(resolved))
+		placement := Placement(resolved)
 		if set&0x80 != 0 {
 			placement.NodeSelector = map[string]string{"gpu": "h100"}
 		}

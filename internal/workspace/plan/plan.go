@@ -18,7 +18,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/naming"
 	"github.com/apiaryhq/apiary/internal/render"
-	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -217,16 +217,13 @@ func ResolveValues(class *workspacesv1.WorkspaceClass, obj *workspacesv1.Workspa
 
 // Placement is what injection learns of the GPU placement: the gated selector,
 // and for a workspace that asks for GPUs, its vendor and extended resource.
-func Placement(resolved workspacesv1.WorkspaceResourceSpec, selector map[string]string, demand int64) values.GPUPlacement {
-	p := values.GPUPlacement{NodeSelector: selector}
-	if demand > 0 {
-		vendor := ""
-		if pr := resolved.PerReplica; pr != nil && pr.GPUVendor != nil {
-			vendor = string(*pr.GPUVendor)
-		}
+func Placement(resolved workspacesv1.WorkspaceResourceSpec) values.GPUPlacement {
+	req := request.Of(resolved)
+	p := values.GPUPlacement{NodeSelector: req.Selector}
+	if req.HasGPUs() {
 		// An unknown vendor leaves the resource to injection, which refuses it.
-		p.Vendor = vendor
-		p.ResourceName, _ = gpu.ResourceFor(vendor)
+		p.Vendor = req.Vendor
+		p.ResourceName, _ = gpu.ResourceFor(req.Vendor)
 	}
 	return p
 }
@@ -324,30 +321,9 @@ func PrerequisiteRequest(class *workspacesv1.WorkspaceClass, p workspacesv1.Prer
 }
 
 // Resources merges the class's default resources with the workspace's
-// overrides and derives the GPU selector the gate checks and the GPUs the
-// workspace asks for in all.
-func Resources(class *workspacesv1.WorkspaceClass, obj *workspacesv1.WorkspaceDeployment) (workspacesv1.WorkspaceResourceSpec, map[string]string, int64) {
-	resolved := values.MergeResources(&class.Spec.DefaultResources, obj.Spec.Resources)
-	return resolved, GPUSelector(resolved), Demand(resolved)
-}
-
-// GPUSelector is the node selector of the GPUs resources ask for
-// (gpuType and gpuNodeSelector), nil when they name none.
-func GPUSelector(res workspacesv1.WorkspaceResourceSpec) map[string]string {
-	if res.PerReplica == nil {
-		return nil
-	}
-	return gpu.Selector(res.PerReplica.GPUType, res.PerReplica.GPUNodeSelector)
-}
-
-// Demand is the number of GPUs resources ask for in all: replicas (1 when
-// unset) times gpuCount, never negative, and math.MaxInt64 when the product
-// would be more (resources.GPUDemand). resources.Check refuses both.
-func Demand(res workspacesv1.WorkspaceResourceSpec) int64 {
-	if res.PerReplica == nil || res.PerReplica.GPUCount == nil {
-		return 0
-	}
-	return resources.GPUDemand(int64(*res.PerReplica.GPUCount), resources.Replicas(res))
+// overrides. What they ask for is request.Of's.
+func Resources(class *workspacesv1.WorkspaceClass, obj *workspacesv1.WorkspaceDeployment) workspacesv1.WorkspaceResourceSpec {
+	return values.MergeResources(&class.Spec.DefaultResources, obj.Spec.Resources)
 }
 
 // BundleNamespace is where a WorkspaceClass's bundle ConfigMap is looked up:

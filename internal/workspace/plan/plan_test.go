@@ -2,7 +2,6 @@ package plan
 
 import (
 	"errors"
-	"math"
 	"strings"
 	"testing"
 
@@ -80,23 +79,9 @@ func TestResolveValues(t *testing.T) {
 			obj := &workspacesv1.WorkspaceDeployment{}
 			obj.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(tc.values)}
 			obj.Spec.ValuesFrom = tc.from
-			resolved, selector, demand := Resources(class, obj)
-			v, err := ResolveValues(class, obj, resolved, Placement(resolved, selector, demand), tc.fetch)
+			resolved := Resources(class, obj)
+			v, err := ResolveValues(class, obj, resolved, Placement(resolved), tc.fetch)
 			tc.check(NewWithT(t), v, err)
 		})
 	}
-}
-
-func TestDemand(t *testing.T) {
-	g := NewWithT(t)
-	res := func(replicas *int32, gpus int32) workspacesv1.WorkspaceResourceSpec {
-		return workspacesv1.WorkspaceResourceSpec{Replicas: replicas, PerReplica: &workspacesv1.PerReplicaResources{GPUCount: &gpus}}
-	}
-	three, most, none := int32(3), int32(math.MaxInt32), int32(-1)
-	g.Expect(Demand(res(nil, 2))).To(Equal(int64(2)), "one replica when unset")
-	g.Expect(Demand(res(&three, 8))).To(Equal(int64(24)))
-	g.Expect(Demand(res(&most, math.MaxInt32))).To(Equal(int64(math.MaxInt32) * math.MaxInt32))
-	g.Expect(Demand(res(&three, -8))).To(BeZero(), "never negative")
-	g.Expect(Demand(res(&none, 8))).To(BeZero())
-	g.Expect(Demand(workspacesv1.WorkspaceResourceSpec{})).To(BeZero())
 }

@@ -8,6 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -49,8 +50,8 @@ func TestResolveValuesRefusesReservedValues(t *testing.T) {
 			}
 			obj.Spec.ValuesFrom = tc.from
 			fetch := func(workspacesv1.ValuesReference) ([]byte, bool, error) { return []byte(tc.content), true, nil }
-			resolved, selector, demand := Resources(class, obj)
-			_, err := ResolveValues(class, obj, resolved, Placement(resolved, selector, demand), fetch)
+			resolved := Resources(class, obj)
+			_, err := ResolveValues(class, obj, resolved, Placement(resolved), fetch)
 			var fe *FieldError
 			g.Expect(errors.As(err, &fe)).To(BeTrue(), "got %v", err)
 			g.Expect(fe.Reason).To(Equal(workspacesv1.ReservedValuesReason))
@@ -69,9 +70,9 @@ func TestResolveValuesRemovesUnchargedAmounts(t *testing.T) {
 	}}
 	obj := &workspacesv1.WorkspaceDeployment{}
 	obj.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"app":{"resources":{"limits":{"nvidia.com/gpu":8}}}}`)}
-	resolved, selector, demand := Resources(class, obj)
-	g.Expect(demand).To(BeZero())
-	v, err := ResolveValues(class, obj, resolved, Placement(resolved, selector, demand), nil)
+	resolved := Resources(class, obj)
+	g.Expect(request.Of(resolved).Total.GPUs).To(BeZero())
+	v, err := ResolveValues(class, obj, resolved, Placement(resolved), nil)
 	g.Expect(err).NotTo(HaveOccurred())
 	_, found := values.LookupPath(v.Public, []string{"app", "resources", "limits", "nvidia.com/gpu"})
 	g.Expect(found).To(BeFalse(), "the chart would request GPUs that nobody charged")

@@ -25,8 +25,8 @@ import (
 // cannot be checked, and is refused too. The error wraps
 // values.ErrNotAdmitted and never quotes a value.
 func CheckAdmitted(objs []*unstructured.Unstructured, class *workspacesv1.WorkspaceClass,
-	resolved workspacesv1.WorkspaceResourceSpec, selector map[string]string, demand int64) error {
-	admission, err := values.NewAdmission(resolved, plan.Placement(resolved, selector, demand), class.Spec.ResourceInjection)
+	resolved workspacesv1.WorkspaceResourceSpec) error {
+	admission, err := values.NewAdmission(resolved, plan.Placement(resolved), class.Spec.ResourceInjection)
 	if err != nil {
 		return fmt.Errorf("%w: %w", values.ErrNotAdmitted, err)
 	}

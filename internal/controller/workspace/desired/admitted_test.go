@@ -72,7 +72,7 @@ func TestCheckAdmitted(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
-			err := CheckAdmitted(tc.objs, class, resolved, nil, 0)
+			err := CheckAdmitted(tc.objs, class, resolved)
 			if tc.want == "" {
 				g.Expect(err).NotTo(HaveOccurred())
 				return

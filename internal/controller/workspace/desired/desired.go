@@ -30,6 +30,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/render"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
+	"github.com/apiaryhq/apiary/internal/workspace/request"
 	"github.com/apiaryhq/apiary/internal/workspace/values"
 )
 
@@ -108,7 +109,7 @@ func (r *Renderer) Desired(ctx context.Context, w Input) (*Set, *Problem, error)
 func (r *Renderer) fingerprint(ctx context.Context, w Input) (string, error) {
 	h := sha256.New()
 	enc := json.NewEncoder(h)
-	_ = enc.Encode([]any{w.Obj.UID, w.Obj.Generation, w.Class.UID, w.Class.Generation, w.CDKey.String(), w.Resolved, w.Selector})
+	_ = enc.Encode([]any{w.Obj.UID, w.Obj.Generation, w.Class.UID, w.Class.Generation, w.CDKey.String(), w.Resolved, request.Of(w.Resolved).Selector})
 	for _, ref := range w.Obj.Spec.ValuesFrom {
 		meta := &metav1.PartialObjectMetadata{}
 		meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(ref.Kind))
@@ -128,7 +129,7 @@ func (r *Renderer) render(ctx context.Context, w Input) (*Set, *Problem, error) 
 	fetch := func(ref workspacesv1.ValuesReference) ([]byte, bool, error) {
 		return r.valuesContent(ctx, obj.Namespace, ref)
 	}
-	resolved, err := plan.ResolveValues(class, obj, w.Resolved, plan.Placement(w.Resolved, w.Selector, w.Demand), fetch)
+	resolved, err := plan.ResolveValues(class, obj, w.Resolved, plan.Placement(w.Resolved), fetch)
 	var fieldErr *plan.FieldError
 	switch {
 	case errors.As(err, &fieldErr) && (fieldErr.Reason == workspacesv1.ValuesFromNotFoundReason ||
@@ -269,8 +270,6 @@ type Input struct {
 	Class    *workspacesv1.WorkspaceClass
 	CDKey    types.NamespacedName
 	Resolved workspacesv1.WorkspaceResourceSpec
-	Selector map[string]string
-	Demand   int64
 }
 
 // Problem is a configuration the workspace cannot be rendered with: one to
