@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 		fmt.Println("skipping the crash-consistency suite in -short mode")
 		return 0
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	ctrl.SetLogger(zap.New(zap.WriteTo(world.LogOutput())))
 	// The watches of the invariants retry through the API server's
 	// restart; client-go logs every retry.
 	klog.SetLogger(ctrl.Log.WithName("client-go"))

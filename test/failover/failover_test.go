@@ -59,7 +59,7 @@ func run(m *testing.M) int {
 		return fail("creating a folder", err)
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-	if binary, err = managertest.BuildManager(work); err != nil {
+	if binary, err = world.BuildManager(work); err != nil {
 		return fail("building", err)
 	}
 	clusters, err := managertest.StartClusters()
@@ -82,9 +82,9 @@ func run(m *testing.M) int {
 // replica starts a manager with leader election on the Lease leaseName in
 // ns, with controller-runtime's default timings (a 15 s Lease, renewed
 // every 2 s), as the chart runs it.
-func replica(t *testing.T, ns, name string) *managertest.Process {
+func replica(t *testing.T, ns, name string) *world.Process {
 	t.Helper()
-	p, err := managertest.StartProcess(binary, filepath.Join(work, ns+"-"+name+".log"),
+	p, err := world.StartProcess(binary, filepath.Join(work, ns+"-"+name+".log"),
 		"--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--crd-check-interval=1s", "--gpu-inventory-interval=1m",
 		"--leader-elect=true", "--leader-election-namespace="+ns, "--leader-election-id="+leaseName)
@@ -114,16 +114,16 @@ func holder(ns string) string {
 func TestLeaderFailover(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		end  func(p *managertest.Process)
+		end  func(p *world.Process)
 	}{
-		{"SIGKILL (lost node)", func(p *managertest.Process) { _ = p.Kill() }},
-		{"SIGTERM (rollout, drain)", func(p *managertest.Process) { _ = p.Stop() }},
+		{"SIGKILL (lost node)", func(p *world.Process) { _ = p.Kill() }},
+		{"SIGTERM (rollout, drain)", func(p *world.Process) { _ = p.Stop() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
 			ns := env.NewNamespace(t, "failover")
-			managertest.ReadyCluster(t, env.Client, ns, "c1")
+			builder.ReadyCluster(t, env.Client, ns, "c1")
 			class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns},
 				Spec: workspacesv1.WorkspaceClassSpec{DisplayName: "failover",
 					ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
@@ -142,7 +142,7 @@ func TestLeaderFailover(t *testing.T) {
 			var first string
 			g.Eventually(func(g Gomega) { first = holder(ns); g.Expect(first).NotTo(BeEmpty()) }, timeout, poll).Should(Succeed())
 			standby := replica(t, ns, "b")
-			managertest.EventuallyPhase(t, env.Client, workspace("before"), workspacesv1.PhaseRunning)
+			world.EventuallyPhase(t, env.Client, workspace("before"), workspacesv1.PhaseRunning)
 			g.Expect(holder(ns)).To(Equal(first), "the first replica leads")
 			time.Sleep(3 * time.Second) // the standby has synced and is trying the Lease.
 
@@ -155,7 +155,7 @@ func TestLeaderFailover(t *testing.T) {
 				g.Expect(h).NotTo(Equal(first))
 			}, timeout, 20*time.Millisecond).Should(Succeed(), "the standby takes the Lease")
 			took := time.Since(start)
-			managertest.WaitFor(t, timeout, "the workspace created as the leader went is Running", func() bool {
+			world.WaitFor(t, timeout, "the workspace created as the leader went is Running", func() bool {
 				got := &workspacesv1.WorkspaceDeployment{}
 				return env.Client.Get(ctx, client.ObjectKeyFromObject(w), got) == nil && got.Status.Phase == workspacesv1.PhaseRunning
 			})

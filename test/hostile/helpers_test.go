@@ -14,8 +14,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // labelNamespace sets a namespace's labels.
@@ -58,7 +58,7 @@ func readyClusterWithKubeconfig(t *testing.T, ns, name, key string) string {
 	t.Helper()
 	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
 	cd.Annotations = map[string]string{annotationKubeconfig: key}
-	managertest.CreateReady(t, env.Client, cd)
+	builder.CreateReady(t, env.Client, cd)
 	return name
 }
 

@@ -85,7 +85,7 @@ func run(m *testing.M) int {
 	}
 	defer childProxy.srv.Close()
 
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	ctrl.SetLogger(zap.New(zap.WriteTo(world.LogOutput())))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {

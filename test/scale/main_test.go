@@ -64,7 +64,7 @@ func run(m *testing.M) int {
 	} else {
 		fmt.Printf("scale: running the manager %s (APIARY_SCALE_BINARY)\n", binary)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	ctrl.SetLogger(zap.New(zap.WriteTo(world.LogOutput())))
 	if clusters, err = managertest.StartClusters(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

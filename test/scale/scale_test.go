@@ -56,7 +56,7 @@ func BenchmarkScale(b *testing.B) {
 		ctx := context.Background()
 		c := clusters.Management.Client
 		ns := clusters.Management.NewNamespace(b, "scale")
-		managertest.Templates(b, c, ns)
+		builder.Templates(b, c, ns)
 		template := "tmpl" // installed with Helm's SDK on the child
 		if os.Getenv("APIARY_SCALE_HELM") == "" {
 			// Instant installs: what is measured is Apiary, not Helm.
@@ -71,7 +71,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		managertest.WaitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
+		world.WaitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -123,13 +123,13 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		managertest.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
+		world.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ServiceSetList"))
 			return c.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		})
 		sets := time.Since(start) // from the first create
-		managertest.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
+		world.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false

@@ -67,7 +67,7 @@ func run(m *testing.M) int {
 	if out, err := build.CombinedOutput(); err != nil {
 		return fail("building the manager", fmt.Errorf("%w: %s", err, out))
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
+	ctrl.SetLogger(zap.New(zap.WriteTo(world.LogOutput())))
 	c, err := managertest.StartClusters()
 	if err != nil {
 		return fail("starting the control planes", err)
@@ -119,7 +119,7 @@ type fleet struct {
 func newFleet(t *testing.T, standalone int, pick func(key string, taken []string) bool) *fleet {
 	t.Helper()
 	f := &fleet{ns: env.NewNamespace(t, "shard"), units: map[string]shard.Unit{}, used: map[string]bool{}}
-	managertest.Templates(t, env.Client, f.ns)
+	builder.Templates(t, env.Client, f.ns)
 	f.class = "cls-" + f.ns
 	cls := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: f.class}, Spec: workspacesv1.WorkspaceClassSpec{
 		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: f.ns}}}
@@ -144,7 +144,7 @@ func newFleet(t *testing.T, standalone int, pick func(key string, taken []string
 			continue
 		}
 		taken = append(taken, f.ns+"/"+name)
-		managertest.CreateReady(t, env.Client, standin.NewClusterDeployment(f.ns, name, "tpl", "cred"))
+		builder.CreateReady(t, env.Client, standin.NewClusterDeployment(f.ns, name, "tpl", "cred"))
 		f.units[f.ns+"/"+name] = shard.Unit{Kind: shard.KindClusterDeployment, NamespacedName: client.ObjectKey{Namespace: f.ns, Name: name}}
 	}
 	return f
@@ -174,7 +174,7 @@ func (f *fleet) workspace(t *testing.T, name, cd string) *workspacesv1.Workspace
 	if err := env.Client.Create(context.Background(), w); err != nil {
 		t.Fatalf("creating workspace %s: %v", name, err)
 	}
-	t.Cleanup(func() { managertest.DeleteAndWait(t, env.Client, w) })
+	t.Cleanup(func() { world.DeleteAndWait(t, env.Client, w) })
 	return w
 }
 

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +31,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // settle bounds how long a workspace may take to reach the phase a test
@@ -41,21 +41,17 @@ const settle = 40 * time.Second
 
 var env, child *testenv.Environment
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// run starts the clusters. The stand-in leaves the services out of the
+// TestMain starts the clusters. The stand-in leaves the services out of the
 // ClusterDeployments' status, whose change would wake every workspace of a
 // cluster: the workspaces must be woken by the events of what they wait
 // for alone.
-func run(m *testing.M) int {
-	c, err := managertest.StartClusters(func(si *standin.StandIn) { si.ServicesUnreported = true })
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	env, child = c.Management, c.Child
-	return m.Run()
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "wakeups", Management: true, Child: true,
+		StandIn: standin.InWorld(func(si *standin.StandIn) { si.ServicesUnreported = true })},
+		func(r *world.Running) error {
+			env, child = r.Management, r.Child
+			return nil
+		})
 }
 
 // apiary starts a manager for one test. With a statusLag, every write of a
@@ -168,7 +164,7 @@ func createAll(t *testing.T, ws ...*workspacesv1.WorkspaceDeployment) {
 			_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), w))
 		}
 		for _, w := range ws {
-			managertest.DeleteAndWait(t, env.Client, w)
+			world.DeleteAndWait(t, env.Client, w)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world"
 )
@@ -57,10 +58,10 @@ func ReadyCluster(t testing.TB, c client.Client, ns, name string) {
 
 // Tenant creates a namespace (deleted when the test ends) with the
 // Templates and the ready ClusterDeployment "c1".
-func Tenant(t testing.TB, r *world.Running, prefix string) string {
+func Tenant(t testing.TB, env *testenv.Environment, prefix string) string {
 	t.Helper()
-	ns := r.Management.NewNamespace(t, prefix)
-	ReadyCluster(t, r.Management.Client, ns, Cluster)
+	ns := env.NewNamespace(t, prefix)
+	ReadyCluster(t, env.Client, ns, Cluster)
 	return ns
 }
 
