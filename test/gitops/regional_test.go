@@ -126,12 +126,12 @@ func TestRegionalClusterDeletedWhileApiaryIsDownIsSweptAtStart(t *testing.T) {
 	ns := env.NewNamespace(t, "gitops-regional-restart")
 	w, folder := routedWorkspace(t, ns, "restarted")
 
-	g.Expect(apiary.stop()).To(Succeed())
+	g.Expect(apiary.Stop()).To(Succeed())
 	cd := &k0rdentv1beta1.ClusterDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "region"}}
 	g.Expect(env.Client.Delete(ctx, cd)).To(Succeed())
 	eventuallyGone(t, cd)
 	g.Expect(headFile(t, folder+"ws-restarted/httproute/web.yaml")).NotTo(BeEmpty(), "nothing removed it while Apiary was down")
-	apiary.start(context.Background())
+	apiary.Start()
 
 	expectRegionalGoneFromGit(t, ns, folder)
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())

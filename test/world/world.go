@@ -135,7 +135,8 @@ type Running struct {
 	Kubeconfig string
 	// Binary is the manager's binary, with World.Binary.
 	Binary string
-	// Manager is the in-process manager, with World.Manager.
+	// Manager is the in-process manager, with World.Manager; it starts
+	// after the suite's setup.
 	Manager *InProcess
 	// Process is the manager process, with World.Process.
 	Process *Process
@@ -191,6 +192,9 @@ func Start(w World) (*Running, error) {
 		if err := w.StandIn(r.ctx, r.Management.Config, r.KubeconfigFor); err != nil {
 			return nil, fmt.Errorf("starting the stand-in: %w", err)
 		}
+	}
+	if w.Manager != nil {
+		r.Manager = &InProcess{run: w.Manager, cfg: r.Management.Config, dir: r.Dir}
 	}
 	if w.FluxControllers != nil {
 		if r.Flux, err = testenv.StartFlux(r.ctx, r.Management, *w.FluxControllers); err != nil {
@@ -286,8 +290,7 @@ func (r *Running) startGit() error {
 // startManagers starts the in-process manager and the manager process the
 // World asks for (after setup).
 func (r *Running) startManagers() error {
-	if r.World.Manager != nil {
-		r.Manager = &InProcess{run: r.World.Manager, cfg: r.Management.Config, dir: r.Dir}
+	if r.Manager != nil {
 		r.Manager.Start()
 		r.Defer(func() {
 			if err := r.Manager.Stop(); err != nil {
