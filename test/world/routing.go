@@ -30,14 +30,14 @@ type routes struct {
 
 // Route sets the kubeconfig of a route: RouteChild, RouteRegional, a
 // cluster's "namespace/name", or a name KubeconfigAnnotation refers to.
-// A nil kubeconfig removes the route.
+// A nil kubeconfig routes to no kubeconfig at all (the cluster gets no
+// kubeconfig Secret, as an adopted one).
 func (r *Running) Route(name string, kubeconfig []byte) {
-	if kubeconfig == nil {
-		r.routes.byName.Delete(name)
-		return
-	}
 	r.routes.byName.Store(name, kubeconfig)
 }
+
+// Unroute removes a route.
+func (r *Running) Unroute(name string) { r.routes.byName.Delete(name) }
 
 // Router adds a rule asked before the routes; a nil result passes the
 // cluster on.

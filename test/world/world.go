@@ -189,7 +189,10 @@ func Start(w World) (*Running, error) {
 		if r.Management == nil {
 			return nil, fmt.Errorf("the stand-in needs the management control plane")
 		}
-		if err := w.StandIn(r.ctx, r.Management.Config, r.KubeconfigFor); err != nil {
+		// The stand-in stops before the control planes do.
+		ctx, cancel := context.WithCancel(r.ctx)
+		r.Defer(cancel)
+		if err := w.StandIn(ctx, r.Management.Config, r.KubeconfigFor); err != nil {
 			return nil, fmt.Errorf("starting the stand-in: %w", err)
 		}
 	}
