@@ -87,9 +87,7 @@ func (p *Process) Start(env ...string) error {
 		return fmt.Errorf("starting the manager: %w", err)
 	}
 	p.starts++
-	if p.starts > 1 || len(env) > 0 {
-		fmt.Fprintf(p.log, "=== run %d (pid %d) %s\n", p.starts, cmd.Process.Pid, strings.Join(env, " "))
-	}
+	fmt.Fprintf(p.log, "=== run %d (pid %d) %s\n", p.starts, cmd.Process.Pid, strings.Join(env, " "))
 	p.cmd, p.exited, p.ending = cmd, make(chan struct{}), false
 	go p.follow(cmd, stderr, p.exited)
 	return nil
