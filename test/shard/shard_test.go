@@ -18,7 +18,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/shard"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // perShard picks clusters so that each of count shards gets at least n.
