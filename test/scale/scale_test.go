@@ -18,6 +18,8 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 func envInt(name string, def int) int {
@@ -159,7 +161,7 @@ func BenchmarkScale(b *testing.B) {
 			profile = filepath.Join(os.TempDir(), fmt.Sprintf("apiary-heap-%dw-%dc.pprof", total, nclusters))
 		}
 		m.heapProfile(b, profile)
-		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", m.cmd.Process.Pid)); err == nil {
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", m.Pid())); err == nil {
 			_ = os.WriteFile(profile+".smaps", smaps, 0o644) // the resident set by mapping
 		}
 		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s); "+
