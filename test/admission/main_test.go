@@ -71,14 +71,7 @@ func tenant(t *testing.T, prefix string, labels map[string]string) string {
 
 func setNamespaceLabels(t *testing.T, ns string, labels map[string]string) {
 	t.Helper()
-	obj := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
-		t.Fatal(err)
-	}
-	obj.Labels = labels
-	if err := env.Client.Update(context.Background(), obj); err != nil {
-		t.Fatal(err)
-	}
+	builder.LabelNamespace(t, env.Client, ns, labels)
 }
 
 func isTrue(conds []metav1.Condition, t string) bool {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -125,6 +126,19 @@ func Colony(ns, name string, clusters ...string) *infrav1.Colony {
 			ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(`{"template":"` + ClusterTemplate + `","credential":"` + Credential + `"}`)}})
 	}
 	return col
+}
+
+// LabelNamespace sets a namespace's labels.
+func LabelNamespace(t testing.TB, c client.Client, ns string, labels map[string]string) {
+	t.Helper()
+	obj := &corev1.Namespace{}
+	if err := c.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
+		t.Fatal(err)
+	}
+	obj.Labels = labels
+	if err := c.Update(context.Background(), obj); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // Create creates an object on the management cluster and deletes it when
