@@ -89,13 +89,7 @@ func certManager(t *testing.T, ns, name, version string) {
 // waits until it is valid.
 func class(t *testing.T, ns, name, prereq, constraint string) string {
 	t.Helper()
-	return builder.Class(t, env.Client, ns, name, func(c *workspacesv1.WorkspaceClass) {
-		c.Name = name
-		c.Spec.Prerequisites = []workspacesv1.PrerequisiteSpec{{
-			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: prereq, Namespace: ns, VersionConstraint: constraint},
-			Namespace:       ns,
-		}}
-	})
+	return builder.Class(t, env.Client, ns, name, builder.Named(name), builder.WithPrerequisite(ns, prereq, constraint))
 }
 
 // workspace creates a workspace of a class on the namespace's cluster c1

@@ -32,6 +32,7 @@ import (
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // settle bounds how long a workspace may take to reach the phase a test
@@ -113,35 +114,19 @@ func templates(t *testing.T, ns string, annotations map[string]string) {
 // names no GPU model: see onModel).
 func class(t *testing.T, ns, name string, gpus int32) string {
 	t.Helper()
-	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     name,
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "fast", Namespace: ns},
-		Prerequisites: []workspacesv1.PrerequisiteSpec{{
-			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "prereq", Namespace: ns},
-			Namespace:       ns,
-		}},
-	}}
-	if gpus > 0 {
-		c.Spec.DefaultResources.PerReplica = &workspacesv1.PerReplicaResources{
-			GPUCount: ptr.To(gpus), CPU: ptr.To(resource.MustParse("1")),
-		}
-	}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatalf("creating WorkspaceClass %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
-	return c.Name
+	return builder.Class(t, env.Client, ns, name, builder.Named(name), builder.OfTemplate("fast"),
+		builder.WithPrerequisite(ns, "prereq", ""), func(c *workspacesv1.WorkspaceClass) {
+			if gpus > 0 {
+				c.Spec.DefaultResources.PerReplica = &workspacesv1.PerReplicaResources{
+					GPUCount: ptr.To(gpus), CPU: ptr.To(resource.MustParse("1")),
+				}
+			}
+		})
 }
 
 // newWorkspace is a workspace of a class on a cluster of ns, not created yet.
 func newWorkspace(ns, name, cls, cluster string) *workspacesv1.WorkspaceDeployment {
-	return &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    cls,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cluster, Namespace: ns},
-		},
-	}
+	return builder.Workspace(ns, name, cls, cluster)
 }
 
 // onModel asks for the GPUs of a model, as a workspace chooses them.

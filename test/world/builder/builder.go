@@ -99,6 +99,29 @@ func NewClass(ns, displayName string, mutate ...func(*workspacesv1.WorkspaceClas
 	return c
 }
 
+// Named names a class.
+func Named(name string) func(*workspacesv1.WorkspaceClass) {
+	return func(c *workspacesv1.WorkspaceClass) { c.Name = name }
+}
+
+// OfTemplate makes a class install the ServiceTemplate template (of the
+// class's template namespace) instead of "tmpl".
+func OfTemplate(template string) func(*workspacesv1.WorkspaceClass) {
+	return func(c *workspacesv1.WorkspaceClass) { c.Spec.ServiceTemplate.Name = template }
+}
+
+// WithPrerequisite adds to a class the prerequisite ServiceTemplate
+// template of ns (within constraint, "" for any version), installed into
+// the child namespace named like ns.
+func WithPrerequisite(ns, template, constraint string) func(*workspacesv1.WorkspaceClass) {
+	return func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.Prerequisites = append(c.Spec.Prerequisites, workspacesv1.PrerequisiteSpec{
+			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: template, Namespace: ns, VersionConstraint: constraint},
+			Namespace:       ns,
+		})
+	}
+}
+
 // Class creates a WorkspaceClass (NewClass), deleted when the test ends,
 // and returns its name.
 func Class(t testing.TB, c client.Client, ns, displayName string, mutate ...func(*workspacesv1.WorkspaceClass)) string {
