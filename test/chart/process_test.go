@@ -17,6 +17,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/test/world"
+	"github.com/go-logr/logr"
 )
 
 const (
@@ -80,7 +81,17 @@ func runManagerProcess(kubeconfig, leaseNamespace string) int {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = manager.Run(ctx, manager.Options{
+	if err := manager.Run(ctx, managerOptions(cfg, leaseNamespace, log)); err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// managerOptions are the options of the chart's manager, in this process
+// or re-executed: the chart's RBAC with leader election, as installed.
+func managerOptions(cfg *rest.Config, leaseNamespace string, log logr.Logger) manager.Options {
+	return manager.Options{
 		RestConfig:              cfg,
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "0",
@@ -91,10 +102,5 @@ func runManagerProcess(kubeconfig, leaseNamespace string) int {
 		LeaderElectionNamespace: leaseNamespace,
 		LeaderElectionID:        "apiary-test",
 		Logger:                  log,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		return 1
 	}
-	return 0
 }
