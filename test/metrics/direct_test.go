@@ -90,8 +90,7 @@ func TestWhatAUserReadsInDirectMode(t *testing.T) {
 	create(t, quota)
 	create(t, colony(ns, "fleet", "c1", "c2"+unreachableSuffix))
 	cluster, down := ns+"/fleet-c1", ns+"/fleet-c2"+unreachableSuffix
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "metrics-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "GPU workspace", builder.Named("metrics-"+ns))
 	create(t, class)
 
 	var started int64

@@ -39,8 +39,7 @@ func TestUninstallOrphanKeepsTheClusters(t *testing.T) {
 	col := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "col", Namespace: ns}, Spec: infrav1.ColonySpec{
 		ColonyClusters: []infrav1.ColonyCluster{{ClusterName: "a", ClusterDeploymentSpec: &runtime.RawExtension{Raw: spec}}}}}
 	g.Expect(env.Client.Create(ctx, col)).To(Succeed())
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "orphan-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "orphan", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "orphan", builder.Named("orphan-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: unique(ns, "orph"), Namespace: ns},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,

@@ -36,8 +36,7 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "reverse")
 	builder.ReadyCluster(t, env.Client, ns, "c1")
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "reverse-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "reverse", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "reverse", builder.Named("reverse-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: unique(ns, "rev"), Namespace: ns},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
