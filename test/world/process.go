@@ -187,6 +187,10 @@ func (p *Process) end(sig syscall.Signal, kill bool) string {
 	}
 	p.mu.Lock()
 	p.cmd = nil
+	if p.log != nil {
+		_ = p.log.Close()
+		p.log = nil // Start opens it again, to append
+	}
 	p.mu.Unlock()
 	return p.Log()
 }
