@@ -76,22 +76,23 @@ func TestMain(m *testing.M) {
 		TenantGateway: &testenv.TenantGateway{Domain: tenantDomain,
 			Key: types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}},
 		Git:     &world.Git{Repos: []world.Repo{{Name: tenantRepo, Branch: "main"}}},
-		StandIn: standin.InWorld(), Binary: world.Debug}, setup)
+		StandIn: standin.InWorld(), Process: managerArgs}, setup)
 }
 
-// setup starts the manager, which runs for the whole suite (a test may
-// switch it for one with other flags), and at the end checks that no
+// managerArgs are the flags every run of the manager gets after the
+// world's defaults.
+var managerArgs = []string{"--leader-elect=false",
+	"--child-server-https-only", "--values-from-service-account=" + valuesServiceAccount,
+	// The regional cluster of Test6 runs no waypoint.
+	"--workspace-waypoint-enabled=false"}
+
+// setup takes the world's manager process, which runs for the whole suite
+// (a test may switch it for one with other flags), and at the end checks that no
 // manager panicked, exited or grew past maxPeakRSS.
 func setup(r *world.Running) error {
 	running = r
 	env, child, regional, regionalClient, gitServer, workDir = r.Management, r.Child, r.Regional, r.RegionalClient, r.Git, r.Dir
-	managerArgs = []string{"--leader-elect=false",
-		"--child-server-https-only", "--values-from-service-account=" + valuesServiceAccount,
-		// The regional cluster of Test6 runs no waypoint.
-		"--workspace-waypoint-enabled=false"}
-	if err := startManager("direct"); err != nil {
-		return err
-	}
+	manager, logNames = r.Process, []string{"manager.log"}
 	r.AtEnd(func(code int) int {
 		if problems := stopManager(); problems != "" {
 			fmt.Fprint(os.Stderr, problems)

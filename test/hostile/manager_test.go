@@ -8,9 +8,6 @@ import (
 )
 
 var (
-	// managerArgs are the flags every run of the manager gets after the
-	// world's defaults.
-	managerArgs []string
 	// manager is the running Apiary process.
 	manager *world.Process
 	// peakRSS is the largest resident set of the managers so far.

@@ -138,7 +138,8 @@ type Running struct {
 	// Manager is the in-process manager, with World.Manager; it starts
 	// after the suite's setup.
 	Manager *InProcess
-	// Process is the manager process, with World.Process.
+	// Process is the manager process, with World.Process (log
+	// "manager.log" in Dir); it starts after the suite's setup.
 	Process *Process
 
 	ctx    context.Context
@@ -198,6 +199,9 @@ func Start(w World) (*Running, error) {
 	}
 	if w.Manager != nil {
 		r.Manager = &InProcess{run: w.Manager, cfg: r.Management.Config, dir: r.Dir}
+	}
+	if w.Process != nil {
+		r.Process = r.NewProcess("manager.log", w.Process...)
 	}
 	if w.FluxControllers != nil {
 		if r.Flux, err = testenv.StartFlux(r.ctx, r.Management, *w.FluxControllers); err != nil {
@@ -301,8 +305,7 @@ func (r *Running) startManagers() error {
 			}
 		})
 	}
-	if r.World.Process != nil {
-		r.Process = r.NewProcess("manager.log", r.World.Process...)
+	if r.Process != nil {
 		if err := r.Process.Start(); err != nil {
 			return err
 		}
