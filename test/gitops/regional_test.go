@@ -15,6 +15,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // routedWorkspace sets up a regional cluster "region" and a child "gpu"
@@ -30,20 +31,11 @@ func routedWorkspace(t *testing.T, ns, name string) (*workspacesv1.WorkspaceDepl
 	readyCluster(t, ns, "region", map[string]string{access.ClusterNameLabel: "region-" + name, access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	readyCluster(t, ns, "gpu", map[string]string{access.RegionalClusterNameLabel: "region-" + name}, nil)
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     name,
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		AccessEndpoints: []workspacesv1.AccessEndpoint{{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}},
-	}}
+	class := builder.NewClass(ns, name, builder.Named(name+"-"+ns),
+		builder.WithEndpoints(workspacesv1.AccessEndpoint{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "gpu", Namespace: ns},
-		},
-	}
+	w := builder.Workspace(ns, name, class.Name, "gpu")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	folder := routesPath + "/" + ns + "/region/"
 	g.Eventually(func() string { return headFile(t, folder+"ws-"+name+"/httproute/web.yaml") }, timeout, 250*time.Millisecond).

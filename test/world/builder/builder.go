@@ -122,6 +122,13 @@ func WithPrerequisite(ns, template, constraint string) func(*workspacesv1.Worksp
 	}
 }
 
+// WithEndpoints adds access endpoints to a class.
+func WithEndpoints(endpoints ...workspacesv1.AccessEndpoint) func(*workspacesv1.WorkspaceClass) {
+	return func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.AccessEndpoints = append(c.Spec.AccessEndpoints, endpoints...)
+	}
+}
+
 // Class creates a WorkspaceClass (NewClass), deleted when the test ends,
 // and returns its name.
 func Class(t testing.TB, c client.Client, ns, displayName string, mutate ...func(*workspacesv1.WorkspaceClass)) string {
