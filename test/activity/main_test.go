@@ -10,6 +10,7 @@ package activity_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -22,6 +23,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // prometheusURL is the running Prometheus's HTTP API.
@@ -79,30 +82,25 @@ func (e *exporter) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write([]byte(b.String()))
 }
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+// TestMain starts Prometheus, scraping the two exporters, in the world's
+// work folder.
+func TestMain(m *testing.M) { world.Main(m, world.World{Name: "activity"}, startPrometheus) }
 
-func run(m *testing.M) int {
+func startPrometheus(r *world.Running) error {
 	bin := os.Getenv("APIARY_PROMETHEUS")
 	if bin == "" {
 		bin, _ = exec.LookPath("prometheus")
 	}
 	if bin == "" {
-		fmt.Fprintln(os.Stderr, "test/activity needs Prometheus: `apt-get install prometheus` (.ci/run does), or set APIARY_PROMETHEUS")
-		return 1
+		return errors.New("test/activity needs Prometheus: `apt-get install prometheus` (.ci/run does), or set APIARY_PROMETHEUS")
 	}
-	dir, err := os.MkdirTemp("", "apiary-prometheus-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer func() { _ = os.RemoveAll(dir) }()
+	dir := r.Dir
 	a, b := httptest.NewServer(honorFalse), httptest.NewServer(honorTrue)
-	defer a.Close()
-	defer b.Close()
+	r.Defer(a.Close)
+	r.Defer(b.Close)
 	port, err := freePort()
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	config := fmt.Sprintf(`global:
   scrape_interval: 1s
@@ -121,30 +119,26 @@ scrape_configs:
 `, strings.TrimPrefix(a.URL, "http://"), strings.TrimPrefix(b.URL, "http://"))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	logFile, err := os.Create(filepath.Join(dir, "prometheus.log"))
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	listen := fmt.Sprintf("127.0.0.1:%d", port)
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+listen, "--query.lookback-delta=5s")
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "starting Prometheus:", err)
-		return 1
+		return fmt.Errorf("starting Prometheus: %w", err)
 	}
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	r.Defer(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	prometheusURL = "http://" + listen
 	if err := waitReady(prometheusURL, 30*time.Second); err != nil {
 		log, _ := os.ReadFile(logFile.Name())
-		fmt.Fprintf(os.Stderr, "Prometheus did not become ready: %v\n%s\n", err, log)
-		return 1
+		return fmt.Errorf("Prometheus did not become ready: %w\n%s", err, log)
 	}
-	return m.Run()
+	return nil
 }
 
 func freePort() (int, error) {

@@ -9,8 +9,6 @@ package admission_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -29,6 +27,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 const timeout = 60 * time.Second
@@ -37,17 +37,12 @@ var (
 	env, child *testenv.Environment
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	c, err := managertest.StartClusters()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	env, child = c.Management, c.Child
-	return m.Run()
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "admission", Management: true, Child: true, StandIn: standin.InWorld()},
+		func(r *world.Running) error {
+			env, child = r.Management, r.Child
+			return nil
+		})
 }
 
 // apiary starts a manager for one test, stopped when the test ends (after
@@ -70,20 +65,13 @@ func tenant(t *testing.T, prefix string, labels map[string]string) string {
 	if len(labels) > 0 {
 		setNamespaceLabels(t, ns, labels)
 	}
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	return ns
 }
 
 func setNamespaceLabels(t *testing.T, ns string, labels map[string]string) {
 	t.Helper()
-	obj := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
-		t.Fatal(err)
-	}
-	obj.Labels = labels
-	if err := env.Client.Update(context.Background(), obj); err != nil {
-		t.Fatal(err)
-	}
+	builder.LabelNamespace(t, env.Client, ns, labels)
 }
 
 func isTrue(conds []metav1.Condition, t string) bool {
@@ -98,13 +86,7 @@ func isTrue(conds []metav1.Condition, t string) bool {
 // class creates a cluster-scoped WorkspaceClass on a namespace's template.
 func class(t *testing.T, ns string) string {
 	t.Helper()
-	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatalf("creating WorkspaceClass: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
-	return c.Name
+	return builder.Class(t, env.Client, ns, "GPU workspace")
 }
 
 // gpus asks for count GPUs per replica, with optional gpuType and selector.
@@ -120,13 +102,7 @@ type gpus struct {
 // (or on cluster of namespace cdNS) and removes it when the test ends.
 func workspace(t *testing.T, ns, name, cls string, g gpus) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    cls,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns},
-		},
-	}
+	w := builder.Workspace(ns, name, cls, builder.Cluster)
 	w.Spec.Resources = g.resources()
 	create(t, w)
 	return w
@@ -153,29 +129,24 @@ func (g gpus) resources() *workspacesv1.WorkspaceResourceSpec {
 
 func create(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
-	if err := env.Client.Create(context.Background(), w); err != nil {
-		t.Fatalf("creating workspace %s: %v", w.Name, err)
-	}
-	t.Cleanup(func() { deleteAndWait(t, w) })
+	builder.Create(t, env.Client, w)
 }
 
 // deleteAndWait deletes a workspace and waits until it is gone (its
 // finalizer released while a manager runs).
 func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
 	t.Helper()
-	managertest.DeleteAndWait(t, env.Client, w)
+	world.DeleteAndWait(t, env.Client, w)
 }
 
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
-	out := &workspacesv1.WorkspaceDeployment{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
-	return out
+	return world.Get(g, env.Client, w)
 }
 
 // eventuallyPhase waits for a phase and returns the workspace.
 func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	return managertest.EventuallyPhase(t, env.Client, w, phase)
+	return world.EventuallyPhase(t, env.Client, w, phase)
 }
 
 // eventuallyWaiting waits until a workspace waits for a reason, of the

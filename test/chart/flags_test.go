@@ -3,15 +3,12 @@ package chart
 import (
 	"bytes"
 	"errors"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 
+	"github.com/apiaryhq/apiary/test/world"
 	. "github.com/onsi/gomega"
-
-	"github.com/apiaryhq/apiary/internal/testenv"
 )
 
 var (
@@ -23,19 +20,7 @@ var (
 // builtManager builds the apiary binary once for the package's tests.
 func builtManager(t *testing.T) string {
 	t.Helper()
-	buildOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "apiary-chart-test-") // removed by TestMain
-		if err != nil {
-			managerBinaryErr = err
-			return
-		}
-		managerBinary = filepath.Join(dir, "apiary")
-		cmd := exec.Command("go", "build", "-o", managerBinary, ".")
-		cmd.Dir = testenv.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			managerBinaryErr = errors.New(string(out))
-		}
-	})
+	buildOnce.Do(func() { managerBinary, managerBinaryErr = world.BuildManager(workDir, world.Debug) })
 	if managerBinaryErr != nil {
 		t.Fatalf("building the manager: %v", managerBinaryErr)
 	}

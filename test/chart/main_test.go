@@ -8,9 +8,7 @@
 package chart
 
 import (
-	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"helm.sh/helm/v3/pkg/chart"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/charttest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const (
@@ -25,27 +24,21 @@ const (
 	releaseNamespace = "apiary-system"
 )
 
-var env *testenv.Environment
+var (
+	env *testenv.Environment
+	// workDir is the world's work folder, where the manager is built.
+	workDir string
+)
 
 func TestMain(m *testing.M) {
 	if kubeconfig := os.Getenv(managerKubeconfigEnv); kubeconfig != "" {
 		// Re-executed by startManagerProcess: run only the manager.
 		os.Exit(runManagerProcess(kubeconfig, os.Getenv(managerLeaseNamespaceEnv)))
 	}
-	var err error
-	env, err = testenv.Start()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if managerBinary != "" {
-		_ = os.RemoveAll(filepath.Dir(managerBinary))
-	}
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping test environment: %v\n", err)
-	}
-	os.Exit(code)
+	world.Main(m, world.World{Name: "chart", Management: true}, func(r *world.Running) error {
+		env, workDir = r.Management, r.Dir
+		return nil
+	})
 }
 
 // chartDir is charts/apiary in the repository.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
@@ -17,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/apiaryhq/apiary/internal/manager"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/go-logr/logr"
 )
 
 const (
@@ -49,22 +50,18 @@ func startManagerProcess(t *testing.T, cfg *rest.Config, leaseNamespace string) 
 		t.Fatalf("writing kubeconfig: %v", err)
 	}
 	logs := &logBuffer{}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), managerKubeconfigEnv+"="+path, managerLeaseNamespaceEnv+"="+leaseNamespace)
-	cmd.Stdout, cmd.Stderr = logs, logs
-	if err := cmd.Start(); err != nil {
+	p := &world.Process{Binary: os.Args[0], Args: []string{"-test.run=^$"},
+		Env:     []string{managerKubeconfigEnv + "=" + path, managerLeaseNamespaceEnv + "=" + leaseNamespace},
+		LogPath: filepath.Join(t.TempDir(), "manager.log"),
+		OnLine: func(line string) bool {
+			_, _ = logs.Write([]byte(line + "\n"))
+			return true
+		}}
+	if err := p.Start(); err != nil {
 		t.Fatalf("starting the manager process: %v", err)
 	}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
+		p.Stop()
 		if t.Failed() {
 			t.Logf("manager log (last lines):\n%s", logs.tail(60))
 		}
@@ -84,7 +81,17 @@ func runManagerProcess(kubeconfig, leaseNamespace string) int {
 	ctrl.SetLogger(log)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err = manager.Run(ctx, manager.Options{
+	if err := manager.Run(ctx, managerOptions(cfg, leaseNamespace, log)); err != nil {
+		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// managerOptions are the options of the chart's manager, in this process
+// or re-executed: the chart's RBAC with leader election, as installed.
+func managerOptions(cfg *rest.Config, leaseNamespace string, log logr.Logger) manager.Options {
+	return manager.Options{
 		RestConfig:              cfg,
 		MetricsBindAddress:      "0",
 		HealthProbeBindAddress:  "0",
@@ -95,10 +102,5 @@ func runManagerProcess(kubeconfig, leaseNamespace string) int {
 		LeaderElectionNamespace: leaseNamespace,
 		LeaderElectionID:        "apiary-test",
 		Logger:                  log,
-	})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-		return 1
 	}
-	return 0
 }

@@ -168,18 +168,7 @@ func startManager(t *testing.T, cfg *rest.Config, leaseNamespace string) *logBuf
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- manager.Run(ctx, manager.Options{
-			RestConfig:              cfg,
-			MetricsBindAddress:      "0",
-			HealthProbeBindAddress:  "0",
-			Concurrency:             manager.DefaultConcurrency,
-			CRDCheckInterval:        time.Second,
-			NoCrossNamespaceRefs:    true,
-			LeaderElection:          true,
-			LeaderElectionNamespace: leaseNamespace,
-			LeaderElectionID:        "apiary-test",
-			Logger:                  zap.New(zap.WriteTo(logs)),
-		})
+		done <- manager.Run(ctx, managerOptions(cfg, leaseNamespace, zap.New(zap.WriteTo(logs))))
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -5,30 +5,17 @@
 package conformance
 
 import (
-	"fmt"
-	"os"
 	"testing"
 
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	var err error
-	flux, err := testenv.FluxCRDDirs()
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%v\n", err)
-		os.Exit(1)
-	}
-	env, err = testenv.Start(testenv.WithCRDDirs(flux...))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping test environment: %v\n", err)
-	}
-	os.Exit(code)
+	world.Main(m, world.World{Name: "conformance", Management: true, Flux: true}, func(r *world.Running) error {
+		env = r.Management
+		return nil
+	})
 }

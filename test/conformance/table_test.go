@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestExpiresColumnPrintsTheTime asks the API server for the table kubectl
@@ -21,9 +22,7 @@ func TestExpiresColumnPrintsTheTime(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "table")
-	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nb"},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: "cls",
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns}}}
+	w := builder.Workspace(ns, "nb", "cls", "c1")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	expires := metav1.NewTime(time.Now().Add(3 * time.Hour).Truncate(time.Second))
 	w.Status.Lifecycle = &workspacesv1.WorkspaceLifecycleStatus{ExpiresAt: &expires}

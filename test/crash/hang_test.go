@@ -127,8 +127,8 @@ func (f *fleet) badCycle(ctx context.Context, i int, kind string) (string, strin
 	b := startBadChild(f.t, kind)
 	defer b.stop()
 	name := fmt.Sprintf("bad-%03d", i)
-	kubeconfigs.Store(f.ns+"/"+name, b.kubeconfig())
-	defer kubeconfigs.Delete(f.ns + "/" + name)
+	running.Route(f.ns+"/"+name, b.kubeconfig())
+	defer running.Unroute(f.ns + "/" + name)
 	cd := standin.NewClusterDeployment(f.ns, name, "tpl", "cred")
 	if err := f.c.Create(ctx, cd); err != nil {
 		return "", "", 0, fmt.Errorf("cycle %d (%s): %w", i, kind, err)

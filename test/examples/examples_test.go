@@ -185,7 +185,7 @@ func withoutDocument(t *testing.T, data []byte, name string) []byte {
 
 // requestFetch asks source-controller to fetch the repository now, as
 // `flux reconcile source git fleet` does.
-func (w *world) requestFetch(t *testing.T) {
+func (w *scenario) requestFetch(t *testing.T) {
 	t.Helper()
 	repo := &unstructured.Unstructured{}
 	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
@@ -196,7 +196,7 @@ func (w *world) requestFetch(t *testing.T) {
 }
 
 // consistentlyNotReady checks for 3 s that a Kustomization is not Ready.
-func (w *world) consistentlyNotReady(t *testing.T, name, when string) {
+func (w *scenario) consistentlyNotReady(t *testing.T, name, when string) {
 	t.Helper()
 	NewWithT(t).Consistently(func(g Gomega) {
 		ready := fluxCondition(w.fluxObject(g, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name), "Ready")
@@ -206,7 +206,7 @@ func (w *world) consistentlyNotReady(t *testing.T, name, when string) {
 
 // eventuallyFluxReady waits until a Flux object in flux-system is Ready at
 // the source's newest revision.
-func (w *world) eventuallyFluxReady(t *testing.T, kind, name string) {
+func (w *scenario) eventuallyFluxReady(t *testing.T, kind, name string) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		repo := w.fluxObject(g, "source.toolkit.fluxcd.io/v1", "GitRepository", "fleet")
@@ -220,7 +220,7 @@ func (w *world) eventuallyFluxReady(t *testing.T, kind, name string) {
 	}).WithTimeout(timeout).WithPolling(500 * time.Millisecond).Should(Succeed())
 }
 
-func (w *world) fluxObject(g Gomega, apiVersion, kind, name string) *unstructured.Unstructured {
+func (w *scenario) fluxObject(g Gomega, apiVersion, kind, name string) *unstructured.Unstructured {
 	obj := &unstructured.Unstructured{}
 	obj.SetAPIVersion(apiVersion)
 	obj.SetKind(kind)

@@ -17,15 +17,10 @@
 package examples_test
 
 import (
-	"flag"
-	"fmt"
-	"io"
-	"os"
 	"testing"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const (
@@ -46,20 +41,7 @@ const (
 	teamNS = "team-research"
 )
 
+// TestMain runs the tests, each starting the world of its mode.
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("skipping the GitOps examples end to end in -short mode")
-		os.Exit(0)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
-	os.Exit(m.Run())
-}
-
-// logOutput is where the managers log: nowhere, unless APIARY_TEST_LOGS is set.
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
+	world.Main(m, world.World{Name: "examples", Short: true}, nil)
 }

@@ -13,19 +13,21 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
-// world is one run of the examples: control planes, stand-in, Git server,
-// Flux and Apiary, all stopped by the test's cleanup.
-type world struct {
+// scenario is one run of the examples in a world of its own: control
+// planes, stand-in, Git server, Flux and Apiary, all stopped by the test's
+// cleanup.
+type scenario struct {
 	env, child *testenv.Environment
 	git        *testenv.GitServer
 	flux       *testenv.Flux
@@ -65,71 +67,43 @@ func fleetFiles(t *testing.T) map[string][]byte {
 	return files
 }
 
-// startWorld starts everything the examples need but Apiary (startApiary);
-// gitMode picks Apiary's delivery.
-func startWorld(t *testing.T, gitMode bool) *world {
+// startWorld starts everything the examples need but Apiary (startApiary),
+// stopped when the test ends; gitMode picks Apiary's delivery.
+func startWorld(t *testing.T, gitMode bool) *scenario {
 	t.Helper()
 	g := NewWithT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	pair, err := testenv.StartFluxPair()
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(pair.Stop)
-	w := &world{env: pair.Management, child: pair.Child, gitMode: gitMode}
-
-	// The stand-in provisions every ClusterDeployment onto the child.
-	_, standinDone, err := standin.Run(ctx, w.env.Config, &standin.StandIn{ChildKubeconfig: pair.ChildKubeconfig})
-	g.Expect(err).NotTo(HaveOccurred())
-	t.Cleanup(func() { cancel(); <-standinDone })
-	w.addBusyGPUNode(t)
-	w.platformFixtures(t)
-
-	w.git, err = pair.StartGitServer(testenv.WithGitBasicAuth(gitUser, gitPassword))
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(w.git.InitRepo(repoName, branch)).To(Succeed())
-	_, err = w.git.Commit(repoName, branch, "fleet: from gitops-examples", fleetFiles(t))
-	g.Expect(err).NotTo(HaveOccurred())
-
-	w.installFlux(t)
-	w.flux, err = testenv.StartFlux(ctx, w.env, testenv.FluxOptions{Namespace: fluxNS})
+	r, err := world.Start(world.World{Name: "examples", Management: true, Child: true,
+		// The stand-in provisions every ClusterDeployment onto the child.
+		StandIn:         standin.InWorld(),
+		Git:             &world.Git{Options: []testenv.GitServerOption{testenv.WithGitBasicAuth(gitUser, gitPassword)}},
+		FluxControllers: &testenv.FluxOptions{Namespace: fluxNS}})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Log("Flux logs:\n" + w.flux.Logs(80))
+			t.Log("Flux logs:\n" + r.Flux.Logs(80))
 		}
-		_ = w.flux.Stop()
+		r.Stop(0)
 	})
-
-	w.checkoutDir = filepath.Join(pair.Dir(), "checkout")
+	w := &scenario{env: r.Management, child: r.Child, git: r.Git, flux: r.Flux, gitMode: gitMode,
+		checkoutDir: filepath.Join(r.Dir, "checkout")}
+	w.addBusyGPUNode(t)
+	w.platformFixtures(t)
+	g.Expect(w.git.InitRepo(repoName, branch)).To(Succeed())
+	_, err = w.git.Commit(repoName, branch, "fleet: from gitops-examples", fleetFiles(t))
+	g.Expect(err).NotTo(HaveOccurred())
+	w.installFlux(t)
 	return w
 }
 
 // startApiary runs the manager in the world's mode until the test ends.
-func (w *world) startApiary(t *testing.T) {
+func (w *scenario) startApiary(t *testing.T) {
 	t.Helper()
-	opts := manager.Options{
-		RestConfig:             w.env.Config,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Concurrency:            manager.DefaultConcurrency,
-		CRDCheckInterval:       time.Second,
-		Logger:                 ctrl.Log.WithName("apiary"),
-		// Both modes run a manager in this process.
-		SkipControllerNameValidation: true,
-	}
+	// Both modes run a manager in this process.
+	opts := manager.Options{RestConfig: w.env.Config}
 	if w.gitMode {
 		opts.Git = gitOptions(t, w.checkoutDir)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, opts) }()
-	t.Cleanup(func() {
-		stop()
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			t.Error("the manager did not stop within 30s")
-		}
-	})
+	managertest.Start(t, opts)
 }
 
 // busyPod is the child's Pod that holds every GPU of the H100 node until
@@ -138,7 +112,7 @@ var busyPod = client.ObjectKey{Namespace: "other-team", Name: "busy"}
 
 // addBusyGPUNode gives the child cluster a node with the H100 GPUs ada asks
 // for, all taken by busyPod, so that ada waits for capacity.
-func (w *world) addBusyGPUNode(t *testing.T) {
+func (w *scenario) addBusyGPUNode(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	const node, gpus = "h100-0", 8
@@ -161,7 +135,7 @@ func (w *world) addBusyGPUNode(t *testing.T) {
 }
 
 // freeGPUs deletes busyPod at once: no kubelet runs to confirm its end.
-func (w *world) freeGPUs(t *testing.T) {
+func (w *scenario) freeGPUs(t *testing.T) {
 	t.Helper()
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: busyPod.Namespace, Name: busyPod.Name}}
 	if err := w.child.Client.Delete(context.Background(), pod, client.GracePeriodSeconds(0)); err != nil {
@@ -174,7 +148,7 @@ func (w *world) freeGPUs(t *testing.T) {
 // Colony names, and the ServiceTemplate of the WorkspaceClass, both where
 // the class names it (kcm-system) and in the team's namespace, where k0rdent
 // resolves a ServiceSet's templates.
-func (w *world) platformFixtures(t *testing.T) {
+func (w *scenario) platformFixtures(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	for _, ns := range []string{k0rdentv1beta1.SystemNamespace, teamNS} {
@@ -197,7 +171,7 @@ func (w *world) platformFixtures(t *testing.T) {
 // installFlux creates what the README's walkthrough creates by hand (the
 // age key and Git credential Secrets) and applies the committed Flux
 // objects, with only the GitRepository's URL replaced by the loopback one.
-func (w *world) installFlux(t *testing.T) {
+func (w *scenario) installFlux(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()

@@ -12,19 +12,19 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // EnvRun turns the test on.
@@ -37,58 +37,32 @@ const (
 )
 
 var (
-	env                      *testenv.Environment
-	binary, kubeconfig, work string
+	running *world.Running
+	env     *testenv.Environment
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv(EnvRun) != "1" {
-		fmt.Printf("failover: skipped; set %s=1 to measure\n", EnvRun)
-		os.Exit(0)
-	}
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		return 1
-	}
-	var err error
-	if work, err = os.MkdirTemp("", "apiary-failover-"); err != nil {
-		return fail("creating a folder", err)
-	}
-	defer func() { _ = os.RemoveAll(work) }()
-	if binary, err = managertest.BuildManager(work); err != nil {
-		return fail("building", err)
-	}
-	clusters, err := managertest.StartClusters()
-	if err != nil {
-		return fail("starting the clusters", err)
-	}
-	defer clusters.Stop()
-	env = clusters.Management
-	admin, err := env.Kubeconfig()
-	if err != nil {
-		return fail("management kubeconfig", err)
-	}
-	kubeconfig = filepath.Join(work, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
-		return fail("writing the kubeconfig", err)
-	}
-	return m.Run()
+	world.Main(m, world.World{Name: "failover", Management: true, Child: true, StandIn: standin.InWorld(), Binary: world.Debug,
+		Skip: func() string {
+			if os.Getenv(EnvRun) != "1" {
+				return fmt.Sprintf("set %s=1 to measure", EnvRun)
+			}
+			return ""
+		}},
+		func(r *world.Running) error {
+			running, env = r, r.Management
+			return nil
+		})
 }
 
 // replica starts a manager with leader election on the Lease leaseName in
 // ns, with controller-runtime's default timings (a 15 s Lease, renewed
 // every 2 s), as the chart runs it.
-func replica(t *testing.T, ns, name string) *managertest.Process {
+func replica(t *testing.T, ns, name string) *world.Process {
 	t.Helper()
-	p, err := managertest.StartProcess(binary, filepath.Join(work, ns+"-"+name+".log"),
-		"--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--crd-check-interval=1s", "--gpu-inventory-interval=1m",
+	p := running.NewProcess(ns+"-"+name+".log",
 		"--leader-elect=true", "--leader-election-namespace="+ns, "--leader-election-id="+leaseName)
-	if err != nil {
+	if err := p.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop() })
@@ -114,26 +88,22 @@ func holder(ns string) string {
 func TestLeaderFailover(t *testing.T) {
 	for _, c := range []struct {
 		name string
-		end  func(p *managertest.Process)
+		end  func(p *world.Process)
 	}{
-		{"SIGKILL (lost node)", func(p *managertest.Process) { _ = p.Kill() }},
-		{"SIGTERM (rollout, drain)", func(p *managertest.Process) { _ = p.Stop() }},
+		{"SIGKILL (lost node)", func(p *world.Process) { _ = p.Kill() }},
+		{"SIGTERM (rollout, drain)", func(p *world.Process) { _ = p.Stop() }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
 			ns := env.NewNamespace(t, "failover")
-			managertest.ReadyCluster(t, env.Client, ns, "c1")
-			class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns},
-				Spec: workspacesv1.WorkspaceClassSpec{DisplayName: "failover",
-					ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+			builder.ReadyCluster(t, env.Client, ns, "c1")
+			class := builder.NewClass(ns, "failover")
 			g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 			workspace := func(name string) *workspacesv1.WorkspaceDeployment {
 				// Child namespaces are ws-<name>: names differ per test.
 				name += ns[strings.LastIndex(ns, "-"):]
-				w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-					Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
-						ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns}}}
+				w := builder.Workspace(ns, name, class.Name, builder.Cluster)
 				g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 				return w
 			}
@@ -142,7 +112,7 @@ func TestLeaderFailover(t *testing.T) {
 			var first string
 			g.Eventually(func(g Gomega) { first = holder(ns); g.Expect(first).NotTo(BeEmpty()) }, timeout, poll).Should(Succeed())
 			standby := replica(t, ns, "b")
-			managertest.EventuallyPhase(t, env.Client, workspace("before"), workspacesv1.PhaseRunning)
+			world.EventuallyPhase(t, env.Client, workspace("before"), workspacesv1.PhaseRunning)
 			g.Expect(holder(ns)).To(Equal(first), "the first replica leads")
 			time.Sleep(3 * time.Second) // the standby has synced and is trying the Lease.
 
@@ -155,7 +125,7 @@ func TestLeaderFailover(t *testing.T) {
 				g.Expect(h).NotTo(Equal(first))
 			}, timeout, 20*time.Millisecond).Should(Succeed(), "the standby takes the Lease")
 			took := time.Since(start)
-			managertest.WaitFor(t, timeout, "the workspace created as the leader went is Running", func() bool {
+			world.WaitFor(t, timeout, "the workspace created as the leader went is Running", func() bool {
 				got := &workspacesv1.WorkspaceDeployment{}
 				return env.Client.Get(ctx, client.ObjectKeyFromObject(w), got) == nil && got.Status.Phase == workspacesv1.PhaseRunning
 			})

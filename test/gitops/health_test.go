@@ -17,6 +17,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // docHealthCheckExprs returns the healthCheckExprs of the Kustomization in
@@ -50,8 +51,7 @@ func TestFluxHealthCheckExprs(t *testing.T) {
 	c := colony(ns, "fleet", "gpu")
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	eventuallyTrue(t, c, commonv1.ReadyCondition)
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "nb-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "notebook", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "notebook", builder.Named("nb-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
 

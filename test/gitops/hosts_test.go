@@ -6,11 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestWorkspaceHostNameHeldByOneThroughGit: in Git mode the routes reach
@@ -29,8 +29,7 @@ func TestWorkspaceHostNameHeldByOneThroughGit(t *testing.T) {
 		map[string]string{regionalAnnotation: "true"})
 	readyCluster(t, ns, "gpu", map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)
 	class := func(name string, endpoints ...string) string {
-		c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-			DisplayName: name, ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+		c := builder.NewClass(ns, name, builder.Named(name+"-"+ns))
 		for i, e := range endpoints {
 			c.Spec.AccessEndpoints = append(c.Spec.AccessEndpoints,
 				workspacesv1.AccessEndpoint{Name: e, Protocol: workspacesv1.AccessProtocolHTTP, Port: int32(8000 + i)})
@@ -44,9 +43,7 @@ func TestWorkspaceHostNameHeldByOneThroughGit(t *testing.T) {
 	nbAPI := nb + "-api"
 	host := nbAPI + "." + tenantDomain
 	newWorkspace := func(name, class string) *workspacesv1.WorkspaceDeployment {
-		w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-			Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class,
-				ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "gpu", Namespace: ns}}}
+		w := builder.Workspace(ns, name, class, "gpu")
 		g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), w) })
 		return w

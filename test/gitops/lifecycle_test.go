@@ -21,6 +21,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestWorkspaceStopStartThroughGit stops and starts a workspace of a
@@ -46,11 +47,7 @@ func TestWorkspaceStopStartThroughGit(t *testing.T) {
 		DisplayName: "hub", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: tmpl.Name, Namespace: ns}}}
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns}},
-	}
+	w := builder.Workspace(ns, name, class.Name, "c1")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	w = eventuallyTrue(t, w, commonv1.SyncedCondition, commonv1.ReadyCondition)
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))

@@ -6,26 +6,22 @@ package gitops_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/secrets/sopsenc"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const (
@@ -62,116 +58,57 @@ var (
 	// signingPublicKey verifies Apiary's commits (authorized_keys format).
 	signingPublicKey string
 	// apiary runs the manager; tests may stop and start it again.
-	apiary *apiaryProcess
+	apiary *world.InProcess
 )
 
 // regionalAnnotation on a ClusterDeployment makes the stand-in write a
 // kubeconfig of the regional control plane.
-const regionalAnnotation = "test.apiary.dev/regional"
+const regionalAnnotation = world.RegionalAnnotation
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	flag.Parse()
-	if testing.Short() {
-		fmt.Println("skipping the Git delivery end-to-end tests in -short mode")
-		return 0
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		return 1
-	}
-	pair, err := testenv.StartFluxPair()
-	if err != nil {
-		return fail("starting the control planes", err)
-	}
-	defer pair.Stop()
-	env, child = pair.Management, pair.Child
-	childKubeconfig := pair.ChildKubeconfig
-	if regional, regionalClient, err = testenv.StartGatewayPlane(); err != nil {
-		return fail("starting the regional control plane", err)
-	}
-	defer func() { _ = regional.Stop() }()
-	regionalKubeconfig, err := regional.Kubeconfig()
-	if err != nil {
-		return fail("regional kubeconfig", err)
-	}
-	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
-		if cd.Annotations[regionalAnnotation] == "true" {
-			return regionalKubeconfig
-		}
-		return childKubeconfig
-	}}
-	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
-		return fail("starting the stand-in", err)
-	}
-
-	if gitServer, err = pair.StartGitServer(testenv.WithGitBasicAuth(gitUser, gitPassword)); err != nil {
-		return fail("starting the Git server", err)
-	}
-	if err := gitServer.InitRepo(repoName, branch); err != nil {
-		return fail("creating the repository", err)
-	}
-	if _, err := gitServer.Commit(repoName, branch, "fleet: start", map[string][]byte{"README.md": []byte("fleet\n")}); err != nil {
-		return fail("first commit", err)
-	}
-
 	identity, recipient, err := sopsenc.GenerateAgeKey()
 	if err != nil {
-		return fail("generating an age key", err)
+		fmt.Fprintf(os.Stderr, "generating an age key: %v\n", err)
+		os.Exit(1)
 	}
-	if err := installFluxObjects(ctx, identity); err != nil {
-		return fail("creating Flux's objects", err)
-	}
-	if signingPublicKey, err = installSigningKey(ctx); err != nil {
-		return fail("creating the signing key", err)
-	}
-	if err := (testenv.TenantGateway{Key: gateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": 30022}}).Create(ctx, regionalClient); err != nil {
-		return fail("creating the tenant Gateway", err)
-	}
-	if flux, err = testenv.StartFlux(ctx, env, testenv.FluxOptions{Namespace: fluxNS}); err != nil {
-		return fail("starting Flux", err)
-	}
-	defer func() { _ = flux.Stop() }()
-
-	apiary = &apiaryProcess{options: manager.Options{
-		RestConfig:             env.Config,
-		MetricsBindAddress:     "0",
-		HealthProbeBindAddress: "0",
-		Concurrency:            manager.DefaultConcurrency,
-		CRDCheckInterval:       time.Second,
-		NoCrossNamespaceRefs:   true,
-		Logger:                 ctrl.Log.WithName("apiary"),
-		// A test restarts the manager in this process.
-		SkipControllerNameValidation: true,
-		// Unused prerequisites go (TestPrerequisiteRemovedThroughGit).
-		PrerequisiteGracePeriod: prerequisiteGrace,
-		Git: &manager.GitOptions{
-			Path:                apiaryPath,
-			GitRepositoryRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
-			KustomizationRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
-			SigningKeySecretRef: &types.NamespacedName{Namespace: fluxNS, Name: signingSecret},
-			AuthorEmail:         authorEmail,
-			CommitWindow:        500 * time.Millisecond,
-			CheckoutDir:         filepath.Join(pair.Dir(), "checkout"),
-			AgeRecipients:       []string{recipient},
-		},
-	}}
-	apiary.start(ctx)
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintln(os.Stderr, "Flux logs:\n"+flux.Logs(80))
-	}
-	if err := apiary.stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "manager: %v\n", err)
-	}
-	cancel()
-	return code
+	world.Main(m, world.World{Name: "gitops", Short: true, Management: true, Child: true, Regional: true,
+		TenantGateway: &testenv.TenantGateway{Key: gateway, Domain: tenantDomain, Pool: map[string]int32{"ssh-0": 30022}},
+		Git: &world.Git{Options: []testenv.GitServerOption{testenv.WithGitBasicAuth(gitUser, gitPassword)},
+			Repos: []world.Repo{{Name: repoName, Branch: branch}}},
+		FluxControllers: &testenv.FluxOptions{Namespace: fluxNS},
+		StandIn:         standin.InWorld(),
+		Manager: managertest.InProcess(manager.Options{
+			NoCrossNamespaceRefs: true,
+			// Unused prerequisites go (TestPrerequisiteRemovedThroughGit).
+			PrerequisiteGracePeriod: prerequisiteGrace,
+			Git: &manager.GitOptions{
+				Path:                apiaryPath,
+				GitRepositoryRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+				KustomizationRef:    &types.NamespacedName{Namespace: fluxNS, Name: fluxName},
+				SigningKeySecretRef: &types.NamespacedName{Namespace: fluxNS, Name: signingSecret},
+				AuthorEmail:         authorEmail,
+				CommitWindow:        500 * time.Millisecond,
+				AgeRecipients:       []string{recipient},
+			},
+		}),
+	}, func(r *world.Running) error {
+		env, child, regional, regionalClient = r.Management, r.Child, r.Regional, r.RegionalClient
+		gitServer, flux, apiary = r.Git, r.Flux, r.Manager
+		if err := installFluxObjects(r.Context(), identity); err != nil {
+			return fmt.Errorf("creating Flux's objects: %w", err)
+		}
+		var err error
+		if signingPublicKey, err = installSigningKey(r.Context()); err != nil {
+			return fmt.Errorf("creating the signing key: %w", err)
+		}
+		r.AtEnd(func(code int) int {
+			if code != 0 {
+				fmt.Fprintln(os.Stderr, "Flux logs:\n"+flux.Logs(80))
+			}
+			return code
+		})
+		return nil
+	})
 }
 
 // installFluxObjects creates the GitRepository and the Kustomization (with
@@ -213,41 +150,4 @@ func installSigningKey(ctx context.Context) (string, error) {
 		ObjectMeta: metav1.ObjectMeta{Namespace: fluxNS, Name: signingSecret},
 		Data:       map[string][]byte{"identity": private},
 	})
-}
-
-// apiaryProcess runs the manager in the background.
-type apiaryProcess struct {
-	options manager.Options
-	cancel  context.CancelFunc
-	done    chan error
-}
-
-// start runs the manager until stop.
-func (p *apiaryProcess) start(ctx context.Context) {
-	ctx, p.cancel = context.WithCancel(ctx)
-	p.done = make(chan error, 1)
-	go func() { p.done <- manager.Run(ctx, p.options) }()
-}
-
-// stop stops the manager and waits until it returned.
-func (p *apiaryProcess) stop() error {
-	if p.cancel == nil {
-		return nil
-	}
-	p.cancel()
-	p.cancel = nil
-	select {
-	case err := <-p.done:
-		return err
-	case <-time.After(30 * time.Second):
-		return fmt.Errorf("the manager did not stop within 30s")
-	}
-}
-
-// logOutput is where the managers log: nowhere, unless APIARY_TEST_LOGS is set.
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
 }

@@ -13,6 +13,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/prerequisite"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestPrerequisiteRemovedThroughGit: in Git mode a workspace's shared
@@ -31,21 +32,10 @@ func TestPrerequisiteRemovedThroughGit(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	eventuallyTrue(t, c, commonv1.ReadyCondition)
 
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "certs-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     "needs cert-manager",
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		Prerequisites: []workspacesv1.PrerequisiteSpec{{
-			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: st.Name, Namespace: ns}, Namespace: ns}},
-	}}
+	class := builder.NewClass(ns, "needs cert-manager", builder.Named("certs-"+ns), builder.WithPrerequisite(ns, st.Name, ""))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "certs"},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "fleet-gpu", Namespace: ns},
-		},
-	}
+	w := builder.Workspace(ns, "certs", class.Name, "fleet-gpu")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	w = eventuallyTrue(t, w, commonv1.CommittedCondition, commonv1.SyncedCondition, commonv1.ReadyCondition)
 	g.Expect(w.Status.Prerequisites).To(ConsistOf(HaveField("Phase", workspacesv1.PrerequisiteSatisfied)))

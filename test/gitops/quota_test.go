@@ -14,6 +14,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestQuotaHoldsBackCommitsThroughGit: in Git mode a workspace over its
@@ -39,15 +40,10 @@ func TestQuotaHoldsBackCommitsThroughGit(t *testing.T) {
 	c := colony(ns, "fleet", "q")
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	eventuallyTrue(t, c, commonv1.ReadyCondition)
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "quota-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "notebook", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "notebook", builder.Named("quota-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "quota-nb"},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "fleet-q", Namespace: ns}},
-	}
+	w := builder.Workspace(ns, "quota-nb", class.Name, "fleet-q")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	w = eventuallyReason(t, w, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaExceededReason)
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting))

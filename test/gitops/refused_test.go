@@ -18,6 +18,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestRefusedObjectsFailTheirOwnerOnlyThroughGit: owners that would have
@@ -37,10 +38,7 @@ func TestRefusedObjectsFailTheirOwnerOnlyThroughGit(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, fleet)).To(Succeed())
 	eventuallyTrue(t, fleet, commonv1.ReadyCondition)
 
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "refused-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     "notebook",
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-	}}
+	class := builder.NewClass(ns, "notebook", builder.Named("refused-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
 	part := strings.Repeat("v", 600*1024) // each under 1 MiB, together over

@@ -15,6 +15,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // routedWorkspace sets up a regional cluster "region" and a child "gpu"
@@ -30,20 +31,11 @@ func routedWorkspace(t *testing.T, ns, name string) (*workspacesv1.WorkspaceDepl
 	readyCluster(t, ns, "region", map[string]string{access.ClusterNameLabel: "region-" + name, access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	readyCluster(t, ns, "gpu", map[string]string{access.RegionalClusterNameLabel: "region-" + name}, nil)
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name + "-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     name,
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		AccessEndpoints: []workspacesv1.AccessEndpoint{{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}},
-	}}
+	class := builder.NewClass(ns, name, builder.Named(name+"-"+ns),
+		builder.WithEndpoints(workspacesv1.AccessEndpoint{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "gpu", Namespace: ns},
-		},
-	}
+	w := builder.Workspace(ns, name, class.Name, "gpu")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	folder := routesPath + "/" + ns + "/region/"
 	g.Eventually(func() string { return headFile(t, folder+"ws-"+name+"/httproute/web.yaml") }, timeout, 250*time.Millisecond).
@@ -126,12 +118,12 @@ func TestRegionalClusterDeletedWhileApiaryIsDownIsSweptAtStart(t *testing.T) {
 	ns := env.NewNamespace(t, "gitops-regional-restart")
 	w, folder := routedWorkspace(t, ns, "restarted")
 
-	g.Expect(apiary.stop()).To(Succeed())
+	g.Expect(apiary.Stop()).To(Succeed())
 	cd := &k0rdentv1beta1.ClusterDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "region"}}
 	g.Expect(env.Client.Delete(ctx, cd)).To(Succeed())
 	eventuallyGone(t, cd)
 	g.Expect(headFile(t, folder+"ws-restarted/httproute/web.yaml")).NotTo(BeEmpty(), "nothing removed it while Apiary was down")
-	apiary.start(context.Background())
+	apiary.Start()
 
 	expectRegionalGoneFromGit(t, ns, folder)
 	g.Expect(env.Client.Delete(ctx, w)).To(Succeed())

@@ -20,6 +20,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // routesPath is the folder of the workspaces' routes: <apiaryPath>-routes.
@@ -57,23 +58,13 @@ func TestWorkspaceRoutesThroughGit(t *testing.T) {
 			"    " + delivery.LabelOwnerName + ": ghost\nspec:\n  hostnames: [ghost." + tenantDomain + "]\n")})
 	g.Expect(err).NotTo(HaveOccurred())
 
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "routed-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     "routed",
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		AccessEndpoints: []workspacesv1.AccessEndpoint{
-			{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888},
-			{Name: "ssh", Protocol: workspacesv1.AccessProtocolSSH, Port: 22},
-		},
-	}}
+	class := builder.NewClass(ns, "routed", builder.Named("routed-"+ns), builder.WithEndpoints(
+		workspacesv1.AccessEndpoint{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888},
+		workspacesv1.AccessEndpoint{Name: "ssh", Protocol: workspacesv1.AccessProtocolSSH, Port: 22},
+	))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "routed"},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "gpu", Namespace: ns},
-		},
-	}
+	w := builder.Workspace(ns, "routed", class.Name, "gpu")
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	w = eventuallyTrue(t, w, commonv1.SyncedCondition, commonv1.ReadyCondition)
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))

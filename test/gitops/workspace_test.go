@@ -8,12 +8,12 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // secretValue is a workspace's secret; no commit may hold it in plaintext.
@@ -37,21 +37,13 @@ func TestWorkspaceWithSecretThroughGit(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, c)).To(Succeed())
 	eventuallyTrue(t, c, commonv1.ReadyCondition)
 
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "notebook-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:      "notebook",
-		ServiceTemplate:  workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		UserFacingConfig: []workspacesv1.UserFacingConfigField{{HelmValuePath: "password", DisplayName: "Password", Type: workspacesv1.UserFacingConfigSecret}},
-	}}
+	class := builder.NewClass(ns, "notebook", builder.Named("notebook-"+ns), func(c *workspacesv1.WorkspaceClass) {
+		c.Spec.UserFacingConfig = []workspacesv1.UserFacingConfigField{{HelmValuePath: "password", DisplayName: "Password", Type: workspacesv1.UserFacingConfigSecret}}
+	})
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), class) })
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "nb"},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    class.Name,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "fleet-gpu", Namespace: ns},
-			Values:               &apiextensionsv1.JSON{Raw: []byte(`{"password":"` + secretValue + `"}`)},
-		},
-	}
+	w := builder.Workspace(ns, "nb", class.Name, "fleet-gpu")
+	w.Spec.Values = &apiextensionsv1.JSON{Raw: []byte(`{"password":"` + secretValue + `"}`)}
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	w = eventuallyTrue(t, w, commonv1.CommittedCondition, commonv1.SyncedCondition, commonv1.ReadyCondition)
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))

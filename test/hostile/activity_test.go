@@ -18,8 +18,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // The activity probes of idle policies against a hostile tenant (issue 30,
@@ -38,14 +39,14 @@ func Test13ExternalNameServiceIsNotProbed(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "extname")
-	managertest.Templates(t, env.Client, ns)
+	builder.Templates(t, env.Client, ns)
 	reg := standin.NewClusterDeployment(ns, "regional", "tpl", "cred")
 	reg.Labels = map[string]string{access.ClusterNameLabel: "region-" + ns, access.ClusterRoleLabel: access.RoleRegional}
 	reg.Annotations = map[string]string{annotationRegional: "true"}
-	managertest.CreateReady(t, env.Client, reg)
+	builder.CreateReady(t, env.Client, reg)
 	gpu := standin.NewClusterDeployment(ns, "gpu", "tpl", "cred")
 	gpu.Labels = map[string]string{access.RegionalClusterNameLabel: "region-" + ns}
-	managertest.CreateReady(t, env.Client, gpu)
+	builder.CreateReady(t, env.Client, gpu)
 	cls := class(t, ns, func(c *workspacesv1.WorkspaceClass) {
 		c.Spec.AccessEndpoints = []workspacesv1.AccessEndpoint{{Name: "web", Protocol: workspacesv1.AccessProtocolHTTP, Port: 8888}}
 		// After of 1 s: the check period is its minimum, 30 s; a known
@@ -58,7 +59,7 @@ func Test13ExternalNameServiceIsNotProbed(t *testing.T) {
 	name := "nb-ext-" + ns[len(ns)-5:]
 	w := workspace(ns, name, cls, "gpu")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 
 	// The Service the probe asks for: <release>-<endpoint> in ws-<name>.
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: plan.ChildNamespace(name),
@@ -136,7 +137,7 @@ func Test8SlowProbesDoNotHoldTheWorkers(t *testing.T) {
 		probed = append(probed, w)
 	}
 	for _, w := range append(probed, other) {
-		managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+		world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	}
 	// The probes come at most a check period (30 s) after Running.
 	g.Eventually(hanging.Load).WithTimeout(timeout).WithPolling(100*time.Millisecond).

@@ -15,7 +15,7 @@ import (
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const workspaceCRD = "workspacedeployments.workspaces.exalsius.ai"
@@ -74,7 +74,7 @@ func Test30UndecodableWorkspaceBlindsNoOne(t *testing.T) {
 	victimNS := tenant(t, "decode-victim")
 	victim := workspace(victimNS, "victim", class(t, victimNS, nil), "c1")
 	create(t, victim)
-	managertest.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseRunning)
 
 	// The CRD as it was before it validated lifetimes.
 	strict, err := setLifetimeSchema(ctx, nil)
@@ -117,7 +117,7 @@ func Test30UndecodableWorkspaceBlindsNoOne(t *testing.T) {
 		w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
 		return env.Client.Update(ctx, w)
 	}, timeout, 200*time.Millisecond).Should(Succeed())
-	managertest.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseStopped)
+	world.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseStopped)
 
 	// The undecodable workspace says why nothing happens to it.
 	g.Eventually(func(g Gomega) {

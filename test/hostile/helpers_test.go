@@ -1,7 +1,6 @@
 package hostile_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,26 +8,17 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // labelNamespace sets a namespace's labels.
 func labelNamespace(t *testing.T, ns string, labels map[string]string) {
 	t.Helper()
-	obj := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: ns}, obj); err != nil {
-		t.Fatal(err)
-	}
-	obj.Labels = labels
-	if err := env.Client.Update(context.Background(), obj); err != nil {
-		t.Fatal(err)
-	}
+	builder.LabelNamespace(t, env.Client, ns, labels)
 }
 
 // tenantKubeconfig is the child's kubeconfig as a tenant rewrote it:
@@ -58,7 +48,7 @@ func readyClusterWithKubeconfig(t *testing.T, ns, name, key string) string {
 	t.Helper()
 	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
 	cd.Annotations = map[string]string{annotationKubeconfig: key}
-	managertest.CreateReady(t, env.Client, cd)
+	builder.CreateReady(t, env.Client, cd)
 	return name
 }
 

@@ -12,8 +12,8 @@ import (
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // Test6HostNameHasOneHolder: workspace nb's class has a second HTTP
@@ -25,14 +25,14 @@ import (
 func Test6HostNameHasOneHolder(t *testing.T) {
 	g := NewWithT(t)
 	ns := env.NewNamespace(t, "hosts")
-	managertest.Templates(t, env.Client, ns)
+	builder.Templates(t, env.Client, ns)
 	reg := standin.NewClusterDeployment(ns, "regional", "tpl", "cred")
 	reg.Labels = map[string]string{access.ClusterNameLabel: "region-" + ns, access.ClusterRoleLabel: access.RoleRegional}
 	reg.Annotations = map[string]string{annotationRegional: "true"}
-	managertest.CreateReady(t, env.Client, reg)
+	builder.CreateReady(t, env.Client, reg)
 	gpu := standin.NewClusterDeployment(ns, "gpu", "tpl", "cred")
 	gpu.Labels = map[string]string{access.RegionalClusterNameLabel: "region-" + ns}
-	managertest.CreateReady(t, env.Client, gpu)
+	builder.CreateReady(t, env.Client, gpu)
 	endpoints := func(names ...string) func(*workspacesv1.WorkspaceClass) {
 		return func(c *workspacesv1.WorkspaceClass) {
 			c.Name += "-" + strings.Join(names, "-")

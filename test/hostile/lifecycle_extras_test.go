@@ -16,7 +16,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/flux"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // Test10ForgedFluxLabelsDoNotEscapeDelete (issue 30, item 10): a tenant
@@ -88,12 +88,12 @@ func Test11StoppedWorkspacesKeepTheirPlace(t *testing.T) {
 	first.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{Replicas: ptr.To[int32](1),
 		PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("2"))}}
 	create(t, first)
-	managertest.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseRunning)
 
 	w := get(g, first)
 	w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
 	g.Expect(env.Client.Update(ctx, w)).To(Succeed())
-	managertest.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseStopped)
+	world.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseStopped)
 
 	second := workspace(ns, "second", cls, "c1")
 	create(t, second)

@@ -20,8 +20,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // The lifecycle's second pass (issue 30, items 3, 4, 5 and 9): what a
@@ -47,7 +47,7 @@ func TestLifecycle3SuspendStillExpires(t *testing.T) {
 	})
 	w := workspace(ns, "suspexp", cls, "c1")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	setSpec(t, w, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Suspend = true })
 
 	g.Eventually(func(g Gomega) {
@@ -71,7 +71,7 @@ func TestLifecycle4StopDoesNotRender(t *testing.T) {
 	w := workspace(ns, "stopbroken", hubClass(t, ns, nil), "c1")
 	w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("1"))}}
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Expect(get(g, w).Status.Admission).NotTo(BeNil())
 
 	setSpec(t, w, func(w *workspacesv1.WorkspaceDeployment) {
@@ -144,12 +144,12 @@ func suspendedWaiterLeaves(t *testing.T, holder, older, younger *workspacesv1.Wo
 	t.Helper()
 	g := NewWithT(t)
 	create(t, holder)
-	managertest.EventuallyPhase(t, env.Client, holder, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, holder, workspacesv1.PhaseRunning)
 	create(t, older)
-	managertest.EventuallyPhase(t, env.Client, older, workspacesv1.PhaseWaiting)
+	world.EventuallyPhase(t, env.Client, older, workspacesv1.PhaseWaiting)
 	time.Sleep(1100 * time.Millisecond) // creation times have a resolution of one second
 	create(t, younger)
-	managertest.EventuallyPhase(t, env.Client, younger, workspacesv1.PhaseWaiting)
+	world.EventuallyPhase(t, env.Client, younger, workspacesv1.PhaseWaiting)
 
 	setSpec(t, older, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Suspend = true })
 	setSpec(t, holder, func(w *workspacesv1.WorkspaceDeployment) {
@@ -178,7 +178,7 @@ func TestLifecycle9StoppedWorkloadsRunNoLongerThanTheBound(t *testing.T) {
 	cls := class(t, ns, func(c *workspacesv1.WorkspaceClass) { c.Spec.ServiceTemplate.Name = "hang" })
 	w := workspace(ns, "stop-inflight", cls, "c1")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseDeploying)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseDeploying)
 	setSpec(t, w, func(w *workspacesv1.WorkspaceDeployment) {
 		w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
 	})

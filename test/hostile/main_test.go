@@ -12,11 +12,9 @@
 package hostile_test
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,12 +23,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 const timeout = 60 * time.Second
@@ -40,10 +38,10 @@ const timeout = 60 * time.Second
 // unbounded tenant input costs (a 7 KiB YAML alias bomb: 746 MiB).
 const maxPeakRSS = 256 << 20
 
-// annotationKubeconfig on a ClusterDeployment names the entry of
-// kubeconfigs that the stand-in writes as its <cd>-kubeconfig Secret, as a
+// annotationKubeconfig on a ClusterDeployment names the route of the
+// world (running.Route) whose kubeconfig the stand-in writes as its <cd>-kubeconfig Secret, as a
 // tenant owning the cluster could.
-const annotationKubeconfig = "test.apiary.dev/tenant-kubeconfig"
+const annotationKubeconfig = world.KubeconfigAnnotation
 
 // valuesServiceAccount is the ServiceAccount of each namespace that the
 // manager reads valuesFrom objects as (--values-from-service-account).
@@ -51,7 +49,7 @@ const valuesServiceAccount = "apiary-values"
 
 // annotationRegional on a ClusterDeployment makes the stand-in write a
 // kubeconfig of the regional control plane.
-const annotationRegional = "test.apiary.dev/regional"
+const annotationRegional = world.RegionalAnnotation
 
 // tenantDomain is the domain of the regional cluster's tenant Gateway.
 const tenantDomain = "tenant.example.com"
@@ -67,161 +65,89 @@ var (
 	regionalClient client.Client
 	// gitServer serves the repository tenants deliver to with --tenant-git.
 	gitServer *testenv.GitServer
-	// kubeconfigs are the tenant-written kubeconfigs, by name.
-	kubeconfigs sync.Map
-	workDir     string
+	// running is the suite's world; its routes hold the tenant-written
+	// kubeconfigs, by name (annotationKubeconfig).
+	running *world.Running
+	workDir string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "hostile", Management: true, Flux: true, Child: true, Regional: true,
+		TenantGateway: &testenv.TenantGateway{Domain: tenantDomain,
+			Key: types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}},
+		Git:     &world.Git{Repos: []world.Repo{{Name: tenantRepo, Branch: "main"}}},
+		StandIn: standin.InWorld(), Process: managerArgs}, setup)
+}
 
-func run(m *testing.M) int {
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		return 1
-	}
-	var err error
-	if workDir, err = os.MkdirTemp("", "apiary-hostile-"); err != nil {
-		return fail("creating a folder", err)
-	}
-	defer func() { _ = os.RemoveAll(workDir) }()
-	binary, err = managertest.BuildManager(workDir)
-	if err != nil {
-		return fail("building", err)
-	}
-	fluxCRDs, err := testenv.FluxCRDDirs()
-	if err != nil {
-		return fail("finding Flux's CRDs", err)
-	}
-	if regional, regionalClient, err = testenv.StartGatewayPlane(); err != nil {
-		return fail("starting the regional control plane", err)
-	}
-	defer func() { _ = regional.Stop() }()
-	regionalKubeconfig, err := regional.Kubeconfig()
-	if err != nil {
-		return fail("regional kubeconfig", err)
-	}
-	gw := types.NamespacedName{Namespace: access.DefaultGatewayNamespace, Name: access.DefaultGatewayName}
-	if err := (testenv.TenantGateway{Key: gw, Domain: tenantDomain}).Create(context.Background(), regionalClient); err != nil {
-		return fail("creating the tenant Gateway", err)
-	}
-	clusters, err := managertest.StartClustersWith([]testenv.Option{testenv.WithCRDDirs(fluxCRDs...)}, func(si *standin.StandIn) {
-		normal := si.KubeconfigFor
-		si.KubeconfigFor = func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
-			if cd.Annotations[annotationRegional] == "true" {
-				return regionalKubeconfig
-			}
-			if name := cd.Annotations[annotationKubeconfig]; name != "" {
-				if v, ok := kubeconfigs.Load(name); ok {
-					return v.([]byte)
-				}
-			}
-			return normal(cd)
+// managerArgs are the flags every run of the manager gets after the
+// world's defaults.
+var managerArgs = []string{"--leader-elect=false",
+	"--child-server-https-only", "--values-from-service-account=" + valuesServiceAccount,
+	// The regional cluster of Test6 runs no waypoint.
+	"--workspace-waypoint-enabled=false"}
+
+// setup takes the world's manager process, which runs for the whole suite
+// (a test may switch it for one with other flags), and at the end checks that no
+// manager panicked, exited or grew past maxPeakRSS.
+func setup(r *world.Running) error {
+	running = r
+	env, child, regional, regionalClient, gitServer, workDir = r.Management, r.Child, r.Regional, r.RegionalClient, r.Git, r.Dir
+	manager, logNames = r.Process, []string{"manager.log"}
+	r.AtEnd(func(code int) int {
+		if problems := stopManager(); problems != "" {
+			fmt.Fprint(os.Stderr, problems)
+			code = 1
 		}
+		fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB (bound %d MiB)\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
+		if peakRSS > maxPeakRSS {
+			fmt.Fprintf(os.Stderr, "hostile: the manager's peak resident set %.1f MiB is over the bound of %d MiB: "+
+				"a tenant's input made it allocate what no bound stopped\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
+			code = 1
+		}
+		if code != 0 {
+			for _, name := range logNames {
+				data, _ := os.ReadFile(filepath.Join(workDir, name))
+				kept := filepath.Join(os.TempDir(), "apiary-hostile-"+name)
+				_ = os.WriteFile(kept, data, 0o644)
+				fmt.Fprintf(os.Stderr, "a manager's log: %s\n", kept)
+			}
+		}
+		return code
 	})
-	if err != nil {
-		return fail("starting the clusters", err)
-	}
-	defer clusters.Stop()
-	env, child = clusters.Management, clusters.Child
-	if gitServer, err = testenv.StartGitServer(filepath.Join(workDir, "git")); err != nil {
-		return fail("starting the Git server", err)
-	}
-	defer func() { _ = gitServer.Stop() }()
-	if err := gitServer.InitRepo(tenantRepo, "main"); err != nil {
-		return fail("creating the tenants' repository", err)
-	}
-	if _, err := gitServer.Commit(tenantRepo, "main", "start", map[string][]byte{"README.md": []byte("tenants\n")}); err != nil {
-		return fail("first commit", err)
-	}
-	admin, err := env.Kubeconfig()
-	if err != nil {
-		return fail("management kubeconfig", err)
-	}
-	kubeconfig := filepath.Join(workDir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
-		return fail("writing the kubeconfig", err)
-	}
-	managerArgs = []string{"--kubeconfig=" + kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
-		"--crd-check-interval=1s", "--gpu-inventory-interval=1m", "--leader-elect=false",
-		"--child-server-https-only", "--values-from-service-account=" + valuesServiceAccount,
-		// The regional cluster of Test6 runs no waypoint.
-		"--workspace-waypoint-enabled=false"}
-	if err := startManager("direct"); err != nil {
-		return fail("starting the manager", err)
-	}
-	code := m.Run()
-	if problems := stopManager(); problems != "" {
-		fmt.Fprint(os.Stderr, problems)
-		code = 1
-	}
-	fmt.Printf("hostile: the manager's peak resident set over the suite: %.1f MiB (bound %d MiB)\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
-	if peakRSS > maxPeakRSS {
-		fmt.Fprintf(os.Stderr, "hostile: the manager's peak resident set %.1f MiB is over the bound of %d MiB: "+
-			"a tenant's input made it allocate what no bound stopped\n", float64(peakRSS)/(1<<20), maxPeakRSS>>20)
-		code = 1
-	}
-	if code != 0 {
-		for _, name := range logNames {
-			data, _ := os.ReadFile(filepath.Join(workDir, name))
-			kept := filepath.Join(os.TempDir(), "apiary-hostile-"+name)
-			_ = os.WriteFile(kept, data, 0o644)
-			fmt.Fprintf(os.Stderr, "a manager's log: %s\n", kept)
-		}
-	}
-	return code
+	return nil
 }
 
 // tenant makes a namespace with a ready ClusterDeployment c1 and the
 // templates "tpl", "cred" and "tmpl".
 func tenant(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := env.NewNamespace(t, prefix)
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
-	return ns
+	return builder.Tenant(t, env, prefix)
 }
 
 // class creates a WorkspaceClass of ns's template "tmpl".
 func class(t *testing.T, ns string, mutate func(*workspacesv1.WorkspaceClass)) string {
 	t.Helper()
-	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "cls-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "class", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
-	if mutate != nil {
-		mutate(c)
+	if mutate == nil {
+		return builder.Class(t, env.Client, ns, "class")
 	}
-	create(t, c)
-	return c.Name
+	return builder.Class(t, env.Client, ns, "class", mutate)
 }
 
 // workspace is a workspace of a class on a cluster of ns, not created yet.
 func workspace(ns, name, cls, cluster string) *workspacesv1.WorkspaceDeployment {
-	return &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: cls,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cluster, Namespace: ns}},
-	}
+	return builder.Workspace(ns, name, cls, cluster)
 }
 
 // create creates an object on the management cluster and deletes it when
 // the test ends (a workspace: waits until it is gone).
 func create(t *testing.T, obj client.Object) {
 	t.Helper()
-	if err := env.Client.Create(context.Background(), obj); err != nil {
-		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-	}
-	t.Cleanup(func() {
-		if w, ok := obj.(*workspacesv1.WorkspaceDeployment); ok {
-			managertest.DeleteAndWait(t, env.Client, w)
-			return
-		}
-		_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), obj))
-	})
+	builder.Create(t, env.Client, obj)
 }
 
 // get reads a workspace.
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
-	out := &workspacesv1.WorkspaceDeployment{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
-	return out
+	return world.Get(g, env.Client, w)
 }
 
 // condition returns a condition of a workspace, nil when absent.

@@ -2,19 +2,14 @@ package hostile_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"testing"
 
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var (
-	// binary is the manager under test, managerArgs the flags every run
-	// of it gets.
-	binary      string
-	managerArgs []string
 	// manager is the running Apiary process.
-	manager *managertest.Process
+	manager *world.Process
 	// peakRSS is the largest resident set of the managers so far.
 	peakRSS int64
 	// logNames are the log files of the managers run, in workDir.
@@ -26,12 +21,8 @@ var (
 func startManager(name string, extra ...string) error {
 	log := "manager-" + name + ".log"
 	logNames = append(logNames, log)
-	p, err := managertest.StartProcess(binary, filepath.Join(workDir, log), append(append([]string{}, managerArgs...), extra...)...)
-	if err != nil {
-		return err
-	}
-	manager = p
-	return nil
+	manager = running.NewProcess(log, append(append([]string{}, managerArgs...), extra...)...)
+	return manager.Start()
 }
 
 // stopManager stops the running manager and says what went wrong with it:
@@ -41,7 +32,7 @@ func stopManager() string {
 	peakRSS = max(peakRSS, manager.PeakRSS())
 	log := manager.Stop()
 	out := ""
-	if line := managertest.Panicked(log); line != "" {
+	if line := world.Panicked(log); line != "" {
 		out += fmt.Sprintf("the manager panicked: %s\n", line)
 	}
 	if exited != nil {

@@ -19,8 +19,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 	"github.com/apiaryhq/apiary/test/charttest"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // crossNamespaceRefs runs the manager, for the rest of the test, as tenants
@@ -101,7 +102,7 @@ func Test30_6ForeignReleaseIsNotScaledNorUnpaused(t *testing.T) {
 
 	victim := workspace(victimNS, name, class(t, victimNS, nil), "c1")
 	create(t, victim)
-	managertest.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, victim, workspacesv1.PhaseRunning)
 	d := releaseDeployment(t, victim, "web", 2, nil)
 
 	attacker := workspace(attackerNS, name, class(t, attackerNS, nil), "c1")
@@ -128,7 +129,7 @@ func Test30_6ForeignReleaseIsNotScaledNorUnpaused(t *testing.T) {
 		g.Expect(replicasOf(g, d)).To(BeZero())
 		g.Expect(paused(g, victim)).To(BeTrue())
 	}, timeout, 200*time.Millisecond).Should(Succeed())
-	managertest.DeleteAndWait(t, env.Client, attacker)
+	world.DeleteAndWait(t, env.Client, attacker)
 	g.Consistently(func(g Gomega) {
 		g.Expect(paused(g, victim)).To(BeTrue(), "the attacker's deletion unpaused the victim's ServiceSet")
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed())
@@ -161,12 +162,12 @@ func Test30_6CollidingNamesAreRefused(t *testing.T) {
 	ns := tenant(t, "collide")
 	other := tenant(t, "collider")
 	for _, cd := range []string{"x", "x-y"} {
-		managertest.CreateReady(t, env.Client, standin.NewClusterDeployment(ns, cd, "tpl", "cred"))
+		builder.CreateReady(t, env.Client, standin.NewClusterDeployment(ns, cd, "tpl", "cred"))
 	}
 	s := "n" + ns[len(ns)-5:]
 	first := workspace(ns, s, class(t, ns, nil), "x-y")
 	create(t, first)
-	managertest.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, first, workspacesv1.PhaseRunning)
 	name := plan.ServiceSetName("x-y", s)
 	g.Expect(plan.ServiceSetName("x", "y-"+s)).To(Equal(name), "the names collide")
 
@@ -179,7 +180,7 @@ func Test30_6CollidingNamesAreRefused(t *testing.T) {
 		g.Expect(got.Status.FailureContext).NotTo(BeNil())
 		g.Expect(got.Status.FailureContext.Reason).To(Equal(workspacesv1.NameConflictReason))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
-	managertest.DeleteAndWait(t, env.Client, second)
+	world.DeleteAndWait(t, env.Client, second)
 	g.Consistently(func(g Gomega) {
 		ss := &k0rdentv1beta1.ServiceSet{}
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, ss)).To(Succeed())
@@ -199,7 +200,7 @@ func Test30_7PlantedSavedCountIsNotRestored(t *testing.T) {
 	ns := tenant(t, "planted")
 	w := workspace(ns, "planted-"+ns[len(ns)-5:], class(t, ns, nil), "c1")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	web := releaseDeployment(t, w, "web", 1, map[string]string{"apiary.exalsius.ai/stopped-replicas": "10000"})
 	idle := releaseDeployment(t, w, "idle", 0, map[string]string{"apiary.exalsius.ai/stopped-replicas": "5"})
 
@@ -269,7 +270,7 @@ func Test30_12TenantCannotRemoveTheFinalizer(t *testing.T) {
 
 	w := workspace(ns, "guarded", class(t, ns, nil), "c1")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Expect(get(g, w).Finalizers).To(ContainElement(workspacesv1.WorkspaceDeploymentFinalizer))
 
 	refused := func(g Gomega, err error) {
@@ -322,7 +323,7 @@ func Test30_12OrphanIsSwept(t *testing.T) {
 	w := workspace(ns, "orphan-"+ns[len(ns)-5:], class(t, ns, nil), "c1")
 	w.Spec.ClusterDeploymentRef.Namespace = clusters
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	ssKey := client.ObjectKey{Namespace: clusters, Name: plan.ServiceSetName("c1", w.Name)}
 	g.Expect(env.Client.Get(ctx, ssKey, &k0rdentv1beta1.ServiceSet{})).To(Succeed())
 

@@ -9,7 +9,7 @@ import (
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // TestTenantGitDeliversOtherNamespacesDirectly: with --tenant-git, only a
@@ -23,7 +23,7 @@ func TestTenantGitDeliversOtherNamespacesDirectly(t *testing.T) {
 	ns := tenant(t, "tenant-git-direct")
 	w := workspace(ns, "plain", class(t, ns, nil), "c1")
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	got := get(g, w)
 	g.Expect(got.Status.Delivery).NotTo(BeNil())
 	g.Expect(got.Status.Delivery.Mode).To(Equal(delivery.ModeDirect))

@@ -16,7 +16,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/yamlbound/yamlboundtest"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // TestSecretValuesGiveTheChartWhatWasAdmitted (issue 30, item 1): a class
@@ -48,7 +48,7 @@ func TestSecretValuesGiveTheChartWhatWasAdmitted(t *testing.T) {
 		{Kind: "Secret", Name: "gpus", TargetPath: `app.resources.limits.nvidia\.com/gpu`},
 	}
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Eventually(func(g Gomega) {
 		app, _ := releaseValues(g, ns, w)["app"].(map[string]any)
 		g.Expect(app).To(HaveKeyWithValue("replicas", BeNumerically("==", 1)), "the chart's values: %v", app)
@@ -108,7 +108,7 @@ func TestValuesFromAliasBombFailsTheWorkspace(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	other := workspace(ns, "bomb-neighbour", cls, "c1")
 	create(t, other)
-	managertest.EventuallyPhase(t, env.Client, other, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, other, workspacesv1.PhaseRunning)
 	after := manager.PeakRSS()
 	t.Logf("the manager's peak resident set: %.1f MiB before the bomb, %.1f MiB after", float64(before)/(1<<20), float64(after)/(1<<20))
 	g.Expect(manager.Exited()).To(BeNil(), "the manager survives")

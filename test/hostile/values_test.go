@@ -16,7 +16,7 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // mayRead lets the namespace's valuesFrom ServiceAccount read the named
@@ -99,7 +99,7 @@ func Test9ValuesFromReadsAsTheNamespace(t *testing.T) {
 	refused.Spec.ValuesFrom = []workspacesv1.ValuesReference{{Kind: "Secret", Name: "private"}}
 	create(t, allowed)
 	create(t, refused)
-	managertest.EventuallyPhase(t, env.Client, allowed, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, allowed, workspacesv1.PhaseRunning)
 	g.Eventually(func(g Gomega) {
 		g.Expect(releaseValues(g, ns, allowed)).To(HaveKeyWithValue("greeting", "mine"))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
@@ -133,7 +133,7 @@ func Test10ValuesArriveAsWritten(t *testing.T) {
 	w := workspace(ns, "template-text", cls, "c1")
 	w.Spec.Values = jsonValues(t, map[string]any{"motd": written})
 	create(t, w)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Eventually(func(g Gomega) {
 		g.Expect(releaseValues(g, ns, w)).To(HaveKeyWithValue("motd", written))
 	}, timeout, 200*time.Millisecond).Should(Succeed())

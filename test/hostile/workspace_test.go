@@ -18,7 +18,7 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // Test2ArithmeticNeverUnderCounts: 3 replicas of 4,000,000,000,000,000 CPUs
@@ -50,7 +50,7 @@ func Test2ArithmeticNeverUnderCounts(t *testing.T) {
 	}
 	fits := withCPU("fits", 2, "8")
 	create(t, fits)
-	managertest.EventuallyPhase(t, env.Client, fits, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, fits, workspacesv1.PhaseRunning)
 	// The largest request the bounds allow: 1,000 replicas of 4,096 CPUs.
 	most := withCPU("most", 1000, "4096")
 	create(t, most)
@@ -90,7 +90,7 @@ func Test3KubeconfigOpensNoFile(t *testing.T) {
 	cls := class(t, ns, nil)
 	var waiting []*workspacesv1.WorkspaceDeployment
 	for name, mutate := range variants {
-		kubeconfigs.Store(ns+"/"+name, tenantKubeconfig(t, mutate))
+		running.Route(ns+"/"+name, tenantKubeconfig(t, mutate))
 		cd := readyClusterWithKubeconfig(t, ns, name, ns+"/"+name)
 		w := workspace(ns, "kc-"+name, cls, cd)
 		create(t, w)
@@ -100,7 +100,7 @@ func Test3KubeconfigOpensNoFile(t *testing.T) {
 	create(t, good)
 
 	stop := watchFIFO(t, fifo)
-	managertest.EventuallyPhase(t, env.Client, good, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, good, workspacesv1.PhaseRunning)
 	for _, w := range waiting {
 		g.Eventually(func(g Gomega) {
 			got := get(g, w)
@@ -139,7 +139,7 @@ func Test7UnmarkedNamespaceIsNotAdopted(t *testing.T) {
 		g.Expect(got.Status.FailureContext).NotTo(BeNil())
 		g.Expect(got.Status.FailureContext.Reason).To(Equal(workspacesv1.NamespaceConflictReason))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
-	managertest.DeleteAndWait(t, env.Client, w)
+	world.DeleteAndWait(t, env.Client, w)
 	after := &corev1.Namespace{}
 	g.Expect(child.Client.Get(ctx, client.ObjectKeyFromObject(theirs), after)).To(Succeed())
 	g.Expect(after.DeletionTimestamp.IsZero()).To(BeTrue(), "not deleted with the workspace")

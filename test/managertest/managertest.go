@@ -1,11 +1,10 @@
 // Package managertest runs Apiary's manager inside a test's process with
-// the options the test chooses, as suites need that set flags of their own
-// or restart the manager: StartClusters starts what it runs against (a
-// management and a child control plane, and the k0rdent stand-in); Start
-// runs a manager until the test ends, Restart stops it, runs something while
-// none runs and starts another, RestartWith starts one with other options.
-// Reconciles reads how often a controller
-// reconciled, from controller-runtime's metrics.
+// the options the test chooses: Start runs a manager until the test ends,
+// Restart stops it, runs something while none runs and starts another,
+// RestartWith starts one with other options; InProcess is the manager of a
+// whole test world (test/world, which may not import internal/manager).
+// Reconciles reads how often a controller reconciled, from
+// controller-runtime's metrics.
 package managertest
 
 import (

@@ -18,8 +18,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // tenant is one test's world: a namespace with a regional cluster
@@ -53,7 +54,7 @@ func newTenant(t *testing.T, prefix string, endpoints ...workspacesv1.AccessEndp
 			t.Cleanup(func() { _ = c.Delete(context.Background(), obj) })
 		}
 	}
-	managertest.Templates(t, env.Client, ns)
+	builder.Templates(t, env.Client, ns)
 	cluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: ns, access.ClusterRoleLabel: access.RoleRegional},
 		map[string]string{regionalAnnotation: "true"})
 	cluster(t, ns, "c1", map[string]string{access.RegionalClusterNameLabel: ns}, nil)
@@ -86,7 +87,7 @@ func cluster(t *testing.T, ns, name string, labels, annotations map[string]strin
 	t.Helper()
 	cd := standin.NewClusterDeployment(ns, name, "tpl", "cred")
 	cd.Labels, cd.Annotations = labels, annotations
-	managertest.CreateReady(t, env.Client, cd)
+	builder.CreateReady(t, env.Client, cd)
 }
 
 // workspace creates a workspace of the tenant's class on c1, deleted (and
@@ -102,7 +103,7 @@ func (tn *tenant) workspace(t *testing.T, name string) client.ObjectKey {
 	if err := env.Client.Create(ctx, w); err != nil {
 		t.Fatalf("creating workspace: %v", err)
 	}
-	t.Cleanup(func() { managertest.DeleteAndWait(t, env.Client, w) })
+	t.Cleanup(func() { world.DeleteAndWait(t, env.Client, w) })
 	return client.ObjectKeyFromObject(w)
 }
 

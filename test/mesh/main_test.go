@@ -9,7 +9,6 @@
 package mesh_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/pem"
 	"fmt"
@@ -17,22 +16,19 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const timeout = 60 * time.Second
@@ -43,7 +39,7 @@ const soon = 15 * time.Second
 
 // regionalAnnotation on a ClusterDeployment gives it the regional control
 // plane's kubeconfig; the others get the child's.
-const regionalAnnotation = "test.apiary.dev/regional"
+const regionalAnnotation = world.RegionalAnnotation
 
 var (
 	env               *testenv.Environment
@@ -55,50 +51,25 @@ var (
 	mgmtRequests atomic.Int64
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	var err error
-	if env, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = env.Stop() }()
-	if regional, regionalC, err = testenv.StartGatewayPlane(); err != nil {
-		fmt.Fprintf(os.Stderr, "regional control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = regional.Stop() }()
-	if child, childC, err = testenv.StartGatewayPlane(); err != nil {
-		fmt.Fprintf(os.Stderr, "child control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = child.Stop() }()
-	if regionalProxy, err = newCounter(regional.Config); err != nil {
-		fmt.Fprintf(os.Stderr, "regional proxy: %v\n", err)
-		return 1
-	}
-	defer regionalProxy.srv.Close()
-	if childProxy, err = newCounter(child.Config); err != nil {
-		fmt.Fprintf(os.Stderr, "child proxy: %v\n", err)
-		return 1
-	}
-	defer childProxy.srv.Close()
-
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
-		if cd.Annotations[regionalAnnotation] == "true" {
-			return regionalProxy.kubeconfig()
-		}
-		return childProxy.kubeconfig()
-	}}
-	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
-		fmt.Fprintf(os.Stderr, "stand-in: %v\n", err)
-		return 1
-	}
-	return m.Run()
+// TestMain starts the world; Apiary reaches the regional and the child
+// cluster through the counting proxies.
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "mesh", Management: true, ChildGateway: true, Regional: true, StandIn: standin.InWorld()},
+		func(r *world.Running) error {
+			env, regional, regionalC, child, childC = r.Management, r.Regional, r.RegionalClient, r.Child, r.ChildClient
+			var err error
+			if regionalProxy, err = newCounter(regional.Config); err != nil {
+				return fmt.Errorf("regional proxy: %w", err)
+			}
+			r.Defer(regionalProxy.srv.Close)
+			if childProxy, err = newCounter(child.Config); err != nil {
+				return fmt.Errorf("child proxy: %w", err)
+			}
+			r.Defer(childProxy.srv.Close)
+			r.Route(world.RouteRegional, regionalProxy.kubeconfig())
+			r.Route(world.RouteChild, childProxy.kubeconfig())
+			return nil
+		})
 }
 
 // flags are the mesh and access flags of one manager.

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,6 +21,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // create creates an object and, when the test ends (before its manager
@@ -43,26 +43,10 @@ func create(t *testing.T, obj client.Object) {
 
 // fixtures creates what k0rdent holds in a namespace: a cluster template,
 // a credential and a service template.
-func fixtures(t *testing.T, ns string) {
-	t.Helper()
-	for _, obj := range []client.Object{
-		standin.NewClusterTemplate(ns, "tpl", true),
-		standin.NewCredential(ns, "cred", true),
-		standin.NewServiceTemplate(ns, "tmpl", true, nil),
-	} {
-		if err := standin.CreateWithStatus(context.Background(), env.Client, obj); err != nil {
-			t.Fatalf("creating %s: %v", obj.GetName(), err)
-		}
-	}
-}
+func fixtures(t *testing.T, ns string) { t.Helper(); builder.Templates(t, env.Client, ns) }
 
 func colony(ns, name string, clusters ...string) *infrav1.Colony {
-	c := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	for _, cl := range clusters {
-		c.Spec.ColonyClusters = append(c.Spec.ColonyClusters, infrav1.ColonyCluster{ClusterName: cl,
-			ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(`{"template":"tpl","credential":"cred"}`)}})
-	}
-	return c
+	return builder.Colony(ns, name, clusters...)
 }
 
 func workspace(ns, name, class, cd string, gpus int32) *workspacesv1.WorkspaceDeployment {
@@ -106,8 +90,7 @@ func TestWhatAUserReadsInDirectMode(t *testing.T) {
 	create(t, quota)
 	create(t, colony(ns, "fleet", "c1", "c2"+unreachableSuffix))
 	cluster, down := ns+"/fleet-c1", ns+"/fleet-c2"+unreachableSuffix
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "metrics-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "GPU workspace", builder.Named("metrics-"+ns))
 	create(t, class)
 
 	var started int64

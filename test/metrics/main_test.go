@@ -7,12 +7,9 @@
 package metrics_test
 
 import (
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -22,13 +19,13 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const timeout = 60 * time.Second
@@ -42,40 +39,25 @@ var (
 	gitServer  *testenv.GitServer
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		return 1
-	}
-	pair, err := testenv.StartFluxPair()
-	if err != nil {
-		return fail("starting the control planes", err)
-	}
-	defer pair.Stop()
-	env, child = pair.Management, pair.Child
-	kubeconfig := pair.ChildKubeconfig
-	down, err := withServer(kubeconfig, "https://127.0.0.1:1")
-	if err != nil {
-		return fail("unreachable kubeconfig", err)
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(logOutput())))
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	si := &standin.StandIn{KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
-		if strings.HasSuffix(cd.Name, unreachableSuffix) {
-			return down
-		}
-		return kubeconfig
-	}}
-	if _, _, err := standin.Run(ctx, env.Config, si); err != nil {
-		return fail("stand-in", err)
-	}
-	if gitServer, err = pair.StartGitServer(); err != nil {
-		return fail("starting the Git server", err)
-	}
-	return m.Run()
+// TestMain starts the world; the ClusterDeployments named with
+// unreachableSuffix get a kubeconfig of a server nothing listens on.
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "metrics", Management: true, Flux: true, Child: true, Git: &world.Git{},
+		StandIn: standin.InWorld()},
+		func(r *world.Running) error {
+			env, child, gitServer = r.Management, r.Child, r.Git
+			down, err := withServer(r.ChildKubeconfig, "https://127.0.0.1:1")
+			if err != nil {
+				return fmt.Errorf("unreachable kubeconfig: %w", err)
+			}
+			r.Router(func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
+				if strings.HasSuffix(cd.Name, unreachableSuffix) {
+					return down
+				}
+				return nil
+			})
+			return nil
+		})
 }
 
 func withServer(kubeconfig []byte, server string) ([]byte, error) {
@@ -89,13 +71,6 @@ func withServer(kubeconfig []byte, server string) ([]byte, error) {
 	return clientcmd.Write(*cfg)
 }
 
-func logOutput() io.Writer {
-	if os.Getenv("APIARY_TEST_LOGS") != "" {
-		return os.Stderr
-	}
-	return io.Discard
-}
-
 // apiary starts a manager serving its metrics on a free loopback port and
 // stops it when the test ends; it returns the metrics URL.
 func apiary(t *testing.T, opts manager.Options) string {
@@ -106,24 +81,8 @@ func apiary(t *testing.T, opts manager.Options) string {
 	}
 	addr := l.Addr().String()
 	_ = l.Close()
-	opts.RestConfig, opts.MetricsBindAddress, opts.HealthProbeBindAddress = env.Config, addr, "0"
-	opts.Concurrency, opts.CRDCheckInterval = manager.DefaultConcurrency, time.Second
-	opts.NoCrossNamespaceRefs, opts.SkipControllerNameValidation = true, true
-	opts.Logger = ctrl.Log.WithName("apiary")
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- manager.Run(ctx, opts) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("manager did not stop within 30s")
-		}
-	})
+	opts.RestConfig, opts.MetricsBindAddress, opts.NoCrossNamespaceRefs = env.Config, addr, true
+	managertest.Start(t, opts)
 	url := "http://" + addr + "/metrics"
 	NewWithT(t).Eventually(func() error { _, err := scrape(url); return err }, timeout, 200*time.Millisecond).Should(Succeed())
 	return url

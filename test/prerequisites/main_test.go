@@ -10,9 +10,7 @@ package prerequisites_test
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +30,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 const timeout = 60 * time.Second
@@ -42,18 +42,13 @@ var (
 	sets *standin.ServiceSets
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	c, err := managertest.StartClusters()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	env, child = c.Management, c.Child
-	sets = c.ServiceSets
-	return m.Run()
+func TestMain(m *testing.M) {
+	stand := &standin.StandIn{}
+	world.Main(m, world.World{Name: "prerequisites", Management: true, Child: true, StandIn: stand.InWorld()},
+		func(r *world.Running) error {
+			env, child, sets = r.Management, r.Child, stand.ServiceSets()
+			return nil
+		})
 }
 
 // apiary starts a manager with a prerequisite grace period for one test;
@@ -74,9 +69,7 @@ func apiary(t *testing.T, grace time.Duration) *managertest.Manager {
 // template and credential, and the workspace ServiceTemplate "tmpl".
 func tenant(t *testing.T, prefix string) string {
 	t.Helper()
-	ns := env.NewNamespace(t, prefix)
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
-	return ns
+	return builder.Tenant(t, env, prefix)
 }
 
 // certManager creates a ServiceTemplate of the Helm chart cert-manager at a
@@ -96,37 +89,15 @@ func certManager(t *testing.T, ns, name, version string) {
 // waits until it is valid.
 func class(t *testing.T, ns, name, prereq, constraint string) string {
 	t.Helper()
-	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     name,
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns},
-		Prerequisites: []workspacesv1.PrerequisiteSpec{{
-			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: prereq, Namespace: ns, VersionConstraint: constraint},
-			Namespace:       ns,
-		}},
-	}}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, c); err != nil {
-		t.Fatalf("creating WorkspaceClass: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
-	return c.Name
+	return builder.Class(t, env.Client, ns, name, builder.Named(name), builder.WithPrerequisite(ns, prereq, constraint))
 }
 
 // workspace creates a workspace of a class on the namespace's cluster c1
 // and removes it when the test ends (unless the test did).
 func workspace(t *testing.T, ns, name, cls string) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	w := &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    cls,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns},
-		},
-	}
-	if err := env.Client.Create(context.Background(), w); err != nil {
-		t.Fatalf("creating workspace %s: %v", name, err)
-	}
-	t.Cleanup(func() { deleteAndWait(t, w) })
+	w := builder.Workspace(ns, name, cls, builder.Cluster)
+	builder.Create(t, env.Client, w)
 	return w
 }
 
@@ -134,19 +105,17 @@ func workspace(t *testing.T, ns, name, cls string) *workspacesv1.WorkspaceDeploy
 // its deletion time (zero when it was gone already).
 func deleteAndWait(t *testing.T, w *workspacesv1.WorkspaceDeployment) time.Time {
 	t.Helper()
-	return managertest.DeleteAndWait(t, env.Client, w)
+	return world.DeleteAndWait(t, env.Client, w)
 }
 
 func get(g Gomega, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
-	out := &workspacesv1.WorkspaceDeployment{}
-	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
-	return out
+	return world.Get(g, env.Client, w)
 }
 
 // eventuallyPhase waits for a phase and returns the workspace.
 func eventuallyPhase(t *testing.T, w *workspacesv1.WorkspaceDeployment, phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
-	return managertest.EventuallyPhase(t, env.Client, w, phase)
+	return world.EventuallyPhase(t, env.Client, w, phase)
 }
 
 func running(t *testing.T, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {

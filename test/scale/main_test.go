@@ -15,70 +15,34 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
-	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-
-	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var (
-	clusters *managertest.Clusters
-	// binary is the manager built from this repository; kubeconfig reaches
-	// the management control plane as an administrator.
-	binary, kubeconfig string
-	workDir            string
+	// clusters is the suite's world: the control planes, the stand-in and
+	// the manager built as the image's binary is (static, stripped), so that
+	// its pages in the resident set are the shipped binary's.
+	clusters *world.Running
+	workDir  string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		return m.Run() // nothing to set up: no benchmark asked for
-	}
-	var err error
-	if workDir, err = os.MkdirTemp("", "apiary-scale-"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(workDir)
-	if binary = os.Getenv("APIARY_SCALE_BINARY"); binary == "" {
-		binary = filepath.Join(workDir, "apiary")
-		start := time.Now()
-		// Built as the image's binary is (static, stripped), so that its
-		// pages in the resident set are the shipped binary's.
-		build := exec.Command("go", "build", "-trimpath", "-ldflags", "-s -w", "-o", binary, ".")
-		build.Dir = testenv.RepoRoot()
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "building the manager: %v\n%s", err, out)
-			return 1
-		}
-		fmt.Printf("scale: built the manager in %s\n", time.Since(start).Round(time.Millisecond))
-	} else {
+// TestMain starts the world only when a benchmark is asked for; the
+// manager under test may be another build (APIARY_SCALE_BINARY).
+func TestMain(m *testing.M) {
+	if binary := os.Getenv("APIARY_SCALE_BINARY"); binary != "" {
 		fmt.Printf("scale: running the manager %s (APIARY_SCALE_BINARY)\n", binary)
+		_ = os.Setenv(world.BinaryEnv, binary)
 	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
-	if clusters, err = managertest.StartClusters(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer clusters.Stop()
-	admin, err := clusters.Management.Kubeconfig()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	kubeconfig = filepath.Join(workDir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
+	world.Main(m, world.World{Name: "scale", Binary: world.Release, Management: true, Child: true, StandIn: standin.InWorld(),
+		Bare: func() bool {
+			f := flag.Lookup("test.bench")
+			return f == nil || f.Value.String() == "" // nothing to set up: no benchmark asked for
+		}},
+		func(r *world.Running) error {
+			clusters, workDir = r, r.Dir
+			return nil
+		})
 }

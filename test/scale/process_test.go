@@ -1,29 +1,26 @@
 package scale_test
 
 import (
-	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/apiaryhq/apiary/test/world"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// manager is the apiary manager running as a process of its own.
+// manager is the apiary manager running as a process of its own
+// (world.Process).
 type manager struct {
-	cmd                  *exec.Cmd
+	*world.Process
 	metrics, pprof, prob string
 	// peakRSS, peakAnon and peakFile are the largest resident set, its
 	// largest anonymous part (heap, stacks) and its largest file-backed
@@ -43,22 +40,18 @@ type manager struct {
 func startManager(b *testing.B, logName string, args ...string) *manager {
 	b.Helper()
 	m := &manager{metrics: freeAddr(b), pprof: freeAddr(b), prob: freeAddr(b), stop: make(chan struct{})}
-	logPath := filepath.Join(workDir, logName)
-	if p := os.Getenv("APIARY_SCALE_MANAGER_LOG"); p != "" {
-		logPath = p + "." + logName
-	}
-	log, err := os.Create(logPath)
-	if err != nil {
-		b.Fatal(err)
-	}
-	m.cmd = exec.Command(binary, append([]string{
-		"--kubeconfig", kubeconfig,
+	// The manager's own defaults, not the world's: what is measured is
+	// what an operator runs.
+	m.Process = &world.Process{Binary: clusters.Binary, LogPath: filepath.Join(workDir, logName), Args: append([]string{
+		"--kubeconfig", clusters.Kubeconfig,
 		"--metrics-bind-address", m.metrics,
 		"--health-probe-bind-address", m.prob,
 		"--pprof-bind-address", m.pprof,
-	}, args...)...)
-	m.cmd.Stdout, m.cmd.Stderr = log, log
-	if err := m.cmd.Start(); err != nil {
+	}, args...)}
+	if p := os.Getenv("APIARY_SCALE_MANAGER_LOG"); p != "" {
+		m.LogPath = p + "." + logName
+	}
+	if err := m.Start(); err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(m.kill)
@@ -74,7 +67,7 @@ func startManager(b *testing.B, logName string, args ...string) *manager {
 			}
 		}
 		if time.Now().After(deadline) {
-			b.Fatalf("the manager is not ready within two minutes; see %s", log.Name())
+			b.Fatalf("the manager is not ready within two minutes; see %s", m.LogPath)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -87,8 +80,7 @@ func (m *manager) kill() {
 	default:
 		close(m.stop)
 	}
-	_ = m.cmd.Process.Kill()
-	_ = m.cmd.Wait()
+	m.Kill()
 }
 
 // sample records the process's resident set every 100ms.
@@ -119,43 +111,10 @@ func (m *manager) sample() {
 // rss reads a field of /proc/<pid>/status in bytes: VmRSS now, RssAnon
 // and RssFile its anonymous and file-backed parts, VmHWM the kernel's own
 // high-water mark.
-func (m *manager) rss(field string) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), field+":"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			return kb << 10
-		}
-	}
-	return 0
-}
+func (m *manager) rss(field string) int64 { return m.Status(field) }
 
-// cpuSeconds is the CPU time the manager used so far, user and system
-// (/proc/<pid>/stat, in clock ticks of 1/100 s).
-func (m *manager) cpuSeconds() float64 {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", m.cmd.Process.Pid))
-	if err != nil {
-		return 0
-	}
-	// The fields after the command's name, which is in parentheses:
-	// state is the first, utime the 12th and stime the 13th.
-	i := strings.LastIndexByte(string(stat), ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(string(stat[i+1:]))
-	if len(f) < 13 {
-		return 0
-	}
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return float64(utime+stime) / 100
-}
+// cpuSeconds is the CPU time the manager used so far, user and system.
+func (m *manager) cpuSeconds() float64 { return m.CPUSeconds() }
 
 // requests returns the manager's API requests so far by host
 // (rest_client_requests_total, client-go's own count).

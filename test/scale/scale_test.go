@@ -18,6 +18,8 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 func envInt(name string, def int) int {
@@ -56,7 +58,7 @@ func BenchmarkScale(b *testing.B) {
 		ctx := context.Background()
 		c := clusters.Management.Client
 		ns := clusters.Management.NewNamespace(b, "scale")
-		managertest.Templates(b, c, ns)
+		builder.Templates(b, c, ns)
 		template := "tmpl" // installed with Helm's SDK on the child
 		if os.Getenv("APIARY_SCALE_HELM") == "" {
 			// Instant installs: what is measured is Apiary, not Helm.
@@ -71,7 +73,7 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		managertest.WaitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
+		world.WaitFor(b, 10*time.Minute, "every cluster Ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -123,13 +125,13 @@ func BenchmarkScale(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		managertest.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
+		world.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
 			list := &metav1.PartialObjectMetadataList{}
 			list.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ServiceSetList"))
 			return c.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		})
 		sets := time.Since(start) // from the first create
-		managertest.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
+		world.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
 			if c.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -159,7 +161,7 @@ func BenchmarkScale(b *testing.B) {
 			profile = filepath.Join(os.TempDir(), fmt.Sprintf("apiary-heap-%dw-%dc.pprof", total, nclusters))
 		}
 		m.heapProfile(b, profile)
-		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", m.cmd.Process.Pid)); err == nil {
+		if smaps, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", m.Pid())); err == nil {
 			_ = os.WriteFile(profile+".smaps", smaps, 0o644) // the resident set by mapping
 		}
 		b.Logf("heap profile at steady state: %s (go tool pprof -top -sample_index=inuse_space %s); "+

@@ -14,9 +14,6 @@ package shard_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -24,19 +21,17 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/testenv"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // leaseNamespace holds the shards' Leases, for every test: shards of
@@ -44,60 +39,28 @@ import (
 const leaseNamespace = "apiary-system"
 
 var (
+	// running is the suite's world: its work folder holds the manager
+	// built from this repository and the replicas' logs.
+	theWorld   *world.Running
 	env, child *testenv.Environment
-	// binary is the manager built from this repository; kubeconfig reaches
-	// env as an administrator; workDir holds them and the replicas' logs.
-	binary, kubeconfig, workDir string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	fail := func(what string, err error) int {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", what, err)
-		return 1
-	}
-	var err error
-	if workDir, err = os.MkdirTemp("", "apiary-shard-"); err != nil {
-		return fail("creating a work folder", err)
-	}
-	binary = filepath.Join(workDir, "apiary")
-	build := exec.Command("go", "build", "-o", binary, ".")
-	build.Dir = testenv.RepoRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		return fail("building the manager", fmt.Errorf("%w: %s", err, out))
-	}
-	ctrl.SetLogger(zap.New(zap.WriteTo(managertest.LogOutput())))
-	c, err := managertest.StartClusters()
-	if err != nil {
-		return fail("starting the control planes", err)
-	}
-	defer c.Stop()
-	env, child = c.Management, c.Child
-	admin, err := env.Kubeconfig()
-	if err != nil {
-		return fail("management kubeconfig", err)
-	}
-	kubeconfig = filepath.Join(workDir, "kubeconfig")
-	if err := os.WriteFile(kubeconfig, admin, 0o600); err != nil {
-		return fail("writing the management kubeconfig", err)
-	}
-	ctx := context.Background()
-	if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil {
-		return fail("creating the Lease namespace", err)
-	}
-	// One node with GPUs enough for every test: every ClusterDeployment's
-	// kubeconfig reaches this child.
-	if err := standin.AddGPUNode(ctx, child.Client, "gpu-node", nil, "nvidia.com/gpu", 1000); err != nil {
-		return fail("adding the GPU node", err)
-	}
-	code := m.Run()
-	if code == 0 {
-		_ = os.RemoveAll(workDir)
-	} else {
-		fmt.Fprintf(os.Stderr, "shard suite: logs kept in %s\n", workDir)
-	}
-	return code
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "shard", KeepOnFailure: true, Binary: world.Debug,
+		Management: true, Child: true, StandIn: standin.InWorld()},
+		func(r *world.Running) error {
+			theWorld, env, child = r, r.Management, r.Child
+			ctx := context.Background()
+			if err := env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNamespace}}); err != nil {
+				return fmt.Errorf("creating the Lease namespace: %w", err)
+			}
+			// One node with GPUs enough for every test: every
+			// ClusterDeployment's kubeconfig reaches this child.
+			if err := standin.AddGPUNode(ctx, child.Client, "gpu-node", nil, "nvidia.com/gpu", 1000); err != nil {
+				return fmt.Errorf("adding the GPU node: %w", err)
+			}
+			return nil
+		})
 }
 
 const timeout = 90 * time.Second
@@ -119,17 +82,9 @@ type fleet struct {
 func newFleet(t *testing.T, standalone int, pick func(key string, taken []string) bool) *fleet {
 	t.Helper()
 	f := &fleet{ns: env.NewNamespace(t, "shard"), units: map[string]shard.Unit{}, used: map[string]bool{}}
-	managertest.Templates(t, env.Client, f.ns)
-	f.class = "cls-" + f.ns
-	cls := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: f.class}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "GPU workspace", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: f.ns}}}
-	if err := env.Client.Create(context.Background(), cls); err != nil {
-		t.Fatalf("creating WorkspaceClass: %v", err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), cls) })
-	col := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "fleet"}}
-	col.Spec.ColonyClusters = []infrav1.ColonyCluster{{ClusterName: "a",
-		ClusterDeploymentSpec: &runtime.RawExtension{Raw: []byte(`{"template":"tpl","credential":"cred"}`)}}}
+	builder.Templates(t, env.Client, f.ns)
+	f.class = builder.Class(t, env.Client, f.ns, "GPU workspace")
+	col := builder.Colony(f.ns, "fleet", "a")
 	if err := env.Client.Create(context.Background(), col); err != nil {
 		t.Fatalf("creating Colony: %v", err)
 	}
@@ -144,7 +99,7 @@ func newFleet(t *testing.T, standalone int, pick func(key string, taken []string
 			continue
 		}
 		taken = append(taken, f.ns+"/"+name)
-		managertest.CreateReady(t, env.Client, standin.NewClusterDeployment(f.ns, name, "tpl", "cred"))
+		builder.CreateReady(t, env.Client, standin.NewClusterDeployment(f.ns, name, "tpl", "cred"))
 		f.units[f.ns+"/"+name] = shard.Unit{Kind: shard.KindClusterDeployment, NamespacedName: client.ObjectKey{Namespace: f.ns, Name: name}}
 	}
 	return f
@@ -174,7 +129,7 @@ func (f *fleet) workspace(t *testing.T, name, cd string) *workspacesv1.Workspace
 	if err := env.Client.Create(context.Background(), w); err != nil {
 		t.Fatalf("creating workspace %s: %v", name, err)
 	}
-	t.Cleanup(func() { managertest.DeleteAndWait(t, env.Client, w) })
+	t.Cleanup(func() { world.DeleteAndWait(t, env.Client, w) })
 	return w
 }
 

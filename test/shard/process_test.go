@@ -1,39 +1,30 @@
 package shard_test
 
 import (
-	"bufio"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
-// replica is one apiary manager process of one shard, built from this
-// repository and run against the management control plane with the shard's
-// flags. Its log goes to a file; its trace lines (internal/shard EnvTrace)
-// go to the test's recorder, and the child caches it starts are recorded.
+// replica is one apiary manager process (world.Process) of one shard,
+// built from this repository and run against the management control plane
+// with the shard's flags. Its log goes to a file; its trace lines
+// (internal/shard EnvTrace) go to the test's recorder, and the child caches
+// it starts are recorded.
 type replica struct {
-	t            testing.TB
+	*world.Process
 	name         string
 	index, count int
 	rec          *recorder
 	metricsAddr  string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	log    *os.File
+	mu sync.Mutex
 	// caches are the child clusters ("ns/name") this replica started a
 	// cache of.
 	caches map[string]bool
@@ -43,61 +34,36 @@ type replica struct {
 // (SIGTERM) when the test ends, unless stopped or killed before.
 func startReplica(t testing.TB, rec *recorder, name string, index, count int) *replica {
 	t.Helper()
-	log, err := os.Create(filepath.Join(workDir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := &replica{t: t, name: name, index: index, count: count, rec: rec, log: log, metricsAddr: freeAddr(t),
-		caches: map[string]bool{}}
-	cmd := exec.Command(binary,
-		"--kubeconfig="+kubeconfig,
+	r := &replica{name: name, index: index, count: count, rec: rec, metricsAddr: freeAddr(t), caches: map[string]bool{}}
+	r.Process = theWorld.NewProcess(strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log",
 		"--metrics-bind-address="+r.metricsAddr,
-		"--health-probe-bind-address=0",
-		"--crd-check-interval=1s",
-		"--gpu-inventory-interval=1m",
 		"--leader-election-namespace="+leaseNamespace,
 		"--shards="+strconv.Itoa(count),
 		"--shard="+strconv.Itoa(index),
 		"--zap-log-level=debug",
 	)
-	cmd.Env = append(os.Environ(), shard.EnvTrace+"=1")
-	cmd.Stdout = log
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
+	r.Env = []string{shard.EnvTrace + "=1"}
+	r.OnLine = r.line
+	if err := r.Process.Start(); err != nil {
 		t.Fatalf("starting replica %s: %v", name, err)
 	}
-	r.cmd, r.exited = cmd, make(chan struct{})
-	go r.follow(stderr)
-	t.Cleanup(func() {
-		r.Stop()
-		_ = log.Close()
-	})
+	t.Cleanup(r.Stop)
 	return r
 }
 
-// follow copies the log, hands trace lines to the recorder and notes the
-// child caches started.
-func (r *replica) follow(stderr io.Reader) {
-	sc := bufio.NewScanner(stderr)
-	sc.Buffer(make([]byte, 64*1024), 1024*1024)
-	for sc.Scan() {
-		line := sc.Text()
-		if rest, ok := strings.CutPrefix(line, shard.TraceMarker); ok {
-			r.rec.add(r.name, r.index, rest)
-			continue
-		}
+// line hands trace lines to the recorder (and keeps them out of the log)
+// and notes the child caches started.
+func (r *replica) line(line string) bool {
+	if rest, ok := strings.CutPrefix(line, shard.TraceMarker); ok {
+		r.rec.add(r.name, r.index, rest)
+		return false
+	}
+	if strings.Contains(line, `"starting child cluster cache"`) {
 		r.mu.Lock()
-		fmt.Fprintln(r.log, line)
-		if strings.Contains(line, `"starting child cluster cache"`) {
-			r.caches[clusterOfLogLine(line)] = true
-		}
+		r.caches[clusterOfLogLine(line)] = true
 		r.mu.Unlock()
 	}
-	_ = r.cmd.Wait()
-	close(r.exited)
+	return true
 }
 
 // clusterOfLogLine reads the cluster field of a JSON log line.
@@ -131,29 +97,17 @@ func (r *replica) Caches() map[string]bool {
 }
 
 // Kill ends the replica as a crash does: its Lease stays until it lapses.
-func (r *replica) Kill() { r.end(syscall.SIGKILL) }
+func (r *replica) Kill() { r.end(r.Process.Kill) }
 
 // Stop ends the replica gracefully: it releases its Lease.
-func (r *replica) Stop() { r.end(syscall.SIGTERM) }
+func (r *replica) Stop() { r.end(r.Process.Stop) }
 
-func (r *replica) end(sig syscall.Signal) {
-	r.mu.Lock()
-	cmd := r.cmd
-	r.mu.Unlock()
-	if cmd == nil {
-		return
+func (r *replica) end(stop func() string) {
+	if r.Pid() == 0 {
+		return // not running, or stopped already
 	}
-	_ = cmd.Process.Signal(sig)
-	select {
-	case <-r.exited:
-	case <-time.After(30 * time.Second):
-		_ = cmd.Process.Kill()
-		<-r.exited
-	}
+	stop()
 	r.rec.ended(r.name)
-	r.mu.Lock()
-	r.cmd = nil
-	r.mu.Unlock()
 }
 
 // freeAddr is a loopback address with a port free at the time of asking.

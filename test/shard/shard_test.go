@@ -18,7 +18,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/shard"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // perShard picks clusters so that each of count shards gets at least n.
@@ -173,7 +173,7 @@ func TestTwoToThreeShards(t *testing.T) {
 	// The workspaces go while the new replicas run, whatever fails.
 	t.Cleanup(func() {
 		for _, w := range ws {
-			managertest.DeleteAndWait(t, env.Client, w)
+			world.DeleteAndWait(t, env.Client, w)
 		}
 	})
 	waiting := f.workspace(t, "moving", moving)
@@ -198,7 +198,7 @@ func TestTwoToThreeShards(t *testing.T) {
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 	// Deleting them is the new shards' work.
 	for _, w := range ws {
-		managertest.DeleteAndWait(t, env.Client, w)
+		world.DeleteAndWait(t, env.Client, w)
 	}
 }
 

@@ -2,19 +2,19 @@ package standin
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var (
@@ -22,79 +22,43 @@ var (
 	// control plane of the clusters it "provisions".
 	mgmt, child     *testenv.Environment
 	childKubeconfig []byte
-	// kubeconfigs overrides the kubeconfig of a ClusterDeployment ("ns/name").
-	kubeconfigs sync.Map
+	// running is the suite's world; its routes override the kubeconfig of
+	// a ClusterDeployment ("ns/name").
+	running *world.Running
 	// services plays kcm's ServiceSet part beside the stand-in.
 	services *ServiceSets
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	world.Main(m, world.World{Name: "standin", Management: true, Child: true, StandIn: runStandIn},
+		func(r *world.Running) error {
+			running, mgmt, child, childKubeconfig = r, r.Management, r.Child, r.ChildKubeconfig
+			return nil
+		})
 }
 
-func run(m *testing.M) int {
-	ctrl.SetLogger(logr.Discard())
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		return m.Run() // fuzz workers run pure fuzz targets only: no control planes
-	}
-	var err error
-	if mgmt, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
-		return 1
-	}
-	defer stop("management", mgmt)
-	if child, err = testenv.Start(testenv.Bare()); err != nil {
-		fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
-		return 1
-	}
-	defer stop("child", child)
-	if childKubeconfig, err = child.Kubeconfig(); err != nil {
-		fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
-		return 1
-	}
-
-	mgr, err := ctrl.NewManager(mgmt.Config, ctrl.Options{
-		Scheme:  mgmt.Scheme,
+// runStandIn runs the stand-in with a ServiceSet part that retries every
+// second and holds deletions for 3s, in a manager of its own.
+func runStandIn(ctx context.Context, cfg *rest.Config, kubeconfigFor func(*k0rdentv1beta1.ClusterDeployment) []byte) error {
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:  apiaryscheme.New(),
 		Metrics: metricsserver.Options{BindAddress: "0"},
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating manager: %v\n", err)
-		return 1
+		return fmt.Errorf("creating manager: %w", err)
 	}
 	services = &ServiceSets{RetryInterval: time.Second, DeletionGrace: 3 * time.Second}
 	if err := services.SetupWithManager(mgr); err != nil {
-		fmt.Fprintf(os.Stderr, "%v\n", err)
-		return 1
+		return err
 	}
-	s := &StandIn{
-		Services:        services,
-		ChildKubeconfig: childKubeconfig,
-		KubeconfigFor: func(cd *k0rdentv1beta1.ClusterDeployment) []byte {
-			if v, ok := kubeconfigs.Load(cd.Namespace + "/" + cd.Name); ok {
-				return v.([]byte)
-			}
-			return childKubeconfig
-		},
-	}
+	s := &StandIn{Services: services, KubeconfigFor: kubeconfigFor}
 	if err := s.SetupWithManager(mgr); err != nil {
-		fmt.Fprintf(os.Stderr, "%v\n", err)
-		return 1
+		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
+	go func() {
+		if err := mgr.Start(ctx); err != nil {
 			fmt.Fprintf(os.Stderr, "manager: %v\n", err)
 		}
 	}()
-	return m.Run()
-}
-
-func stop(name string, env *testenv.Environment) {
-	if err := env.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping %s control plane: %v\n", name, err)
-	}
+	return nil
 }

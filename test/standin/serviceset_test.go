@@ -349,8 +349,8 @@ func TestClusterDeletionRemovesItsServiceSets(t *testing.T) {
 func TestUnreachableCluster(t *testing.T) {
 	g := NewWithT(t)
 	ctx, ns := fixture(t, g)
-	kubeconfigs.Store(ns+"/far", UnreachableKubeconfig())
-	t.Cleanup(func() { kubeconfigs.Delete(ns + "/far") })
+	running.Route(ns+"/far", UnreachableKubeconfig())
+	t.Cleanup(func() { running.Unroute(ns + "/far") })
 	provisioned(t, g, ns, "far")
 	g.Expect(CreateWithStatus(ctx, mgmt.Client, NewServiceTemplate(ns, "ws", true, nil))).To(Succeed())
 	ss := NewServiceSet(ns, "far", "far", service("ws", "default", "ws", ""))

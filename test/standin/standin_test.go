@@ -238,10 +238,10 @@ func TestKubeconfigOverride(t *testing.T) {
 	ctx, ns := fixture(t, g)
 
 	unreachable := NewClusterDeployment(ns, "unreachable", "tpl", "cred")
-	kubeconfigs.Store(ns+"/unreachable", UnreachableKubeconfig())
+	running.Route(ns+"/unreachable", UnreachableKubeconfig())
 	adopted := NewClusterDeployment(ns, "adopted", "tpl", "")
-	kubeconfigs.Store(ns+"/adopted", []byte(nil))
-	t.Cleanup(func() { kubeconfigs.Delete(ns + "/unreachable"); kubeconfigs.Delete(ns + "/adopted") })
+	running.Route(ns+"/adopted", []byte(nil))
+	t.Cleanup(func() { running.Unroute(ns + "/unreachable"); running.Unroute(ns + "/adopted") })
 	g.Expect(mgmt.Client.Create(ctx, unreachable)).To(Succeed())
 	g.Expect(mgmt.Client.Create(ctx, adopted)).To(Succeed())
 

@@ -21,6 +21,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestColonyClusterDeploymentsAreAdopted: a Colony the exalsius operator
@@ -35,7 +36,7 @@ func TestColonyClusterDeploymentsAreAdopted(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "adopt-colony")
-	managertest.Templates(t, env.Client, ns)
+	builder.Templates(t, env.Client, ns)
 	entry := infrav1.ColonyCluster{ClusterName: "a",
 		ClusterLabels:      map[string]string{"team": "a", "tier": "gold"},
 		ClusterAnnotations: map[string]string{"note": "kept"}}
@@ -159,7 +160,7 @@ func TestWithoutAdoptionTheOperatorKeepsItsFields(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "noadopt")
-	managertest.Templates(t, env.Client, ns)
+	builder.Templates(t, env.Client, ns)
 	entry := infrav1.ColonyCluster{ClusterName: "a", ClusterLabels: map[string]string{"team": "a"}}
 	old := operatorColony(t, ns, "col", entry, map[string]any{"template": "tpl", "credential": "cred", "config": map[string]any{}}, "dropped")
 	managertest.Start(t, manager.Options{RestConfig: env.Config, InventoryInterval: time.Minute, NoCrossNamespaceRefs: true})

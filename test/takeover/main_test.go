@@ -12,8 +12,6 @@ package takeover_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -31,6 +29,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 const (
@@ -47,17 +46,13 @@ var (
 	sets       *standin.ServiceSets
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	c, err := managertest.StartClusters()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	env, child, sets = c.Management, c.Child, c.ServiceSets
-	return m.Run()
+func TestMain(m *testing.M) {
+	stand := &standin.StandIn{}
+	world.Main(m, world.World{Name: "takeover", Management: true, Child: true, StandIn: stand.InWorld()},
+		func(r *world.Running) error {
+			env, child, sets = r.Management, r.Child, stand.ServiceSets()
+			return nil
+		})
 }
 
 // operator is the exalsius operator's client: every write a Create or an

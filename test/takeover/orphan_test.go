@@ -18,7 +18,8 @@ import (
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/uninstall"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestUninstallOrphanKeepsTheClusters: Apiary sets itself as the
@@ -33,13 +34,12 @@ func TestUninstallOrphanKeepsTheClusters(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "orphan")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	spec := mustJSON(t, map[string]any{"template": "tpl", "credential": "cred", "config": map[string]any{"region": "eu"}})
 	col := &infrav1.Colony{ObjectMeta: metav1.ObjectMeta{Name: "col", Namespace: ns}, Spec: infrav1.ColonySpec{
 		ColonyClusters: []infrav1.ColonyCluster{{ClusterName: "a", ClusterDeploymentSpec: &runtime.RawExtension{Raw: spec}}}}}
 	g.Expect(env.Client.Create(ctx, col)).To(Succeed())
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "orphan-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "orphan", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	class := builder.NewClass(ns, "orphan", builder.Named("orphan-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: unique(ns, "orph"), Namespace: ns},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
@@ -47,7 +47,7 @@ func TestUninstallOrphanKeepsTheClusters(t *testing.T) {
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 
 	m := apiary(t)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Eventually(func(g Gomega) {
 		g.Expect(ownedByApiary(g, ns)).To(ContainElements(
 			"ClusterDeployment "+ns+"/col-a", "Secret "+ns+"/col-kubeconfigs", "ServiceSet "+ns+"/wsd-c1-"+w.Name))

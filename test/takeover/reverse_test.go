@@ -20,7 +20,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/uninstall"
-	"github.com/apiaryhq/apiary/test/managertest"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestUninstallLeavesNothingTheOperatorCannotRelease: once Apiary is
@@ -34,16 +35,15 @@ func TestUninstallLeavesNothingTheOperatorCannotRelease(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "reverse")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
-	class := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: "reverse-" + ns}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName: "reverse", ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "tmpl", Namespace: ns}}}
+	builder.ReadyCluster(t, env.Client, ns, "c1")
+	class := builder.NewClass(ns, "reverse", builder.Named("reverse-"+ns))
 	g.Expect(env.Client.Create(ctx, class)).To(Succeed())
 	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Name: unique(ns, "rev"), Namespace: ns},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: class.Name,
 			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "c1", Namespace: ns}}}
 	g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 	m := apiary(t)
-	managertest.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
+	world.EventuallyPhase(t, env.Client, w, workspacesv1.PhaseRunning)
 	g.Eventually(func(g Gomega) {
 		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(class), class)).To(Succeed())
 		g.Expect(class.Finalizers).To(ContainElement(workspacesv1.WorkspaceClassFinalizer))

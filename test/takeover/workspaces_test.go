@@ -19,8 +19,9 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // What Apiary renders for a workspace of the class below with the user
@@ -49,7 +50,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "adopt-ws")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	class := operatorClass(t, ns, "jupyter-"+ns, map[string]any{"image": "jupyter"})
 	user := map[string]any{"password": "x"}
 	ws := map[string]running{
@@ -83,7 +84,7 @@ func TestRunningWorkspacesAreAdoptedInPlace(t *testing.T) {
 	m.Restart(func() {})
 	time.Sleep(3 * time.Second)
 	for name, r := range ws {
-		running := managertest.EventuallyPhase(t, env.Client, r.Workspace, workspacesv1.PhaseRunning)
+		running := world.EventuallyPhase(t, env.Client, r.Workspace, workspacesv1.PhaseRunning)
 		g.Expect(running.Finalizers).To(ContainElement(workspacesv1.WorkspaceDeploymentFinalizer), name)
 	}
 
@@ -140,7 +141,7 @@ func gone(t *testing.T, r running) {
 	t.Helper()
 	g := NewWithT(t)
 	ctx := context.Background()
-	managertest.DeleteAndWait(t, env.Client, r.Workspace)
+	world.DeleteAndWait(t, env.Client, r.Workspace)
 	g.Expect(apierrorsIsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(r.ServiceSet), &k0rdentv1beta1.ServiceSet{}))).To(BeTrue(),
 		"workspace %s: its ServiceSet is deleted", r.Workspace.Name)
 	g.Eventually(func() error {
@@ -157,7 +158,7 @@ func TestAnAdoptedWorkspaceIsWrittenAtItsFirstChange(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "adopt-change")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	class := operatorClass(t, ns, "change-"+ns, map[string]any{"image": "jupyter"})
 	r := operatorWorkspace(t, ns, unique(ns, "change"), class.Name, renderedValues, map[string]any{"password": "x"})
 	w := watchServiceSets(t, ns)
@@ -215,7 +216,7 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := env.NewNamespace(t, "adopt-prereq")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	st := standin.NewHelmServiceTemplate(ns, "cert-manager-1-16", "cert-manager", "1.16.0",
 		map[string]string{standin.AnnotationChart: standin.ChartPrerequisite})
 	g.Expect(standin.CreateWithStatus(ctx, env.Client, st)).To(Succeed())
@@ -244,9 +245,9 @@ func TestOperatorPrerequisitesAreReused(t *testing.T) {
 	g.Expect([]int{updates, deletes}).To(Equal([]int{0, 0}), "the prerequisite is used as the operator left it")
 	installs, upgrades := releaseCounts(ns, ns, "cert-manager-1-16")
 	g.Expect([]int{installs, upgrades}).To(Equal([]int{1, 0}))
-	got := managertest.EventuallyPhase(t, env.Client, r.Workspace, workspacesv1.PhaseRunning)
+	got := world.EventuallyPhase(t, env.Client, r.Workspace, workspacesv1.PhaseRunning)
 	g.Expect(got.Status.Prerequisites).NotTo(BeEmpty())
-	managertest.DeleteAndWait(t, env.Client, r.Workspace)
+	world.DeleteAndWait(t, env.Client, r.Workspace)
 }
 
 // delivered waits until Apiary delivered a workspace's ServiceSet: the

@@ -13,7 +13,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,6 +31,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // settle bounds how long a workspace may take to reach the phase a test
@@ -41,21 +42,17 @@ const settle = 40 * time.Second
 
 var env, child *testenv.Environment
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-// run starts the clusters. The stand-in leaves the services out of the
+// TestMain starts the clusters. The stand-in leaves the services out of the
 // ClusterDeployments' status, whose change would wake every workspace of a
 // cluster: the workspaces must be woken by the events of what they wait
 // for alone.
-func run(m *testing.M) int {
-	c, err := managertest.StartClusters(func(si *standin.StandIn) { si.ServicesUnreported = true })
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer c.Stop()
-	env, child = c.Management, c.Child
-	return m.Run()
+func TestMain(m *testing.M) {
+	world.Main(m, world.World{Name: "wakeups", Management: true, Child: true,
+		StandIn: standin.InWorld(func(si *standin.StandIn) { si.ServicesUnreported = true })},
+		func(r *world.Running) error {
+			env, child = r.Management, r.Child
+			return nil
+		})
 }
 
 // apiary starts a manager for one test. With a statusLag, every write of a
@@ -117,35 +114,19 @@ func templates(t *testing.T, ns string, annotations map[string]string) {
 // names no GPU model: see onModel).
 func class(t *testing.T, ns, name string, gpus int32) string {
 	t.Helper()
-	c := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: workspacesv1.WorkspaceClassSpec{
-		DisplayName:     name,
-		ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "fast", Namespace: ns},
-		Prerequisites: []workspacesv1.PrerequisiteSpec{{
-			ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: "prereq", Namespace: ns},
-			Namespace:       ns,
-		}},
-	}}
-	if gpus > 0 {
-		c.Spec.DefaultResources.PerReplica = &workspacesv1.PerReplicaResources{
-			GPUCount: ptr.To(gpus), CPU: ptr.To(resource.MustParse("1")),
-		}
-	}
-	if err := env.Client.Create(context.Background(), c); err != nil {
-		t.Fatalf("creating WorkspaceClass %s: %v", name, err)
-	}
-	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), c) })
-	return c.Name
+	return builder.Class(t, env.Client, ns, name, builder.Named(name), builder.OfTemplate("fast"),
+		builder.WithPrerequisite(ns, "prereq", ""), func(c *workspacesv1.WorkspaceClass) {
+			if gpus > 0 {
+				c.Spec.DefaultResources.PerReplica = &workspacesv1.PerReplicaResources{
+					GPUCount: ptr.To(gpus), CPU: ptr.To(resource.MustParse("1")),
+				}
+			}
+		})
 }
 
 // newWorkspace is a workspace of a class on a cluster of ns, not created yet.
 func newWorkspace(ns, name, cls, cluster string) *workspacesv1.WorkspaceDeployment {
-	return &workspacesv1.WorkspaceDeployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: workspacesv1.WorkspaceDeploymentSpec{
-			WorkspaceClassRef:    cls,
-			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cluster, Namespace: ns},
-		},
-	}
+	return builder.Workspace(ns, name, cls, cluster)
 }
 
 // onModel asks for the GPUs of a model, as a workspace chooses them.
@@ -168,7 +149,7 @@ func createAll(t *testing.T, ws ...*workspacesv1.WorkspaceDeployment) {
 			_ = client.IgnoreNotFound(env.Client.Delete(context.Background(), w))
 		}
 		for _, w := range ws {
-			managertest.DeleteAndWait(t, env.Client, w)
+			world.DeleteAndWait(t, env.Client, w)
 		}
 	})
 }

@@ -12,8 +12,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestEveryWaitEndsWhenThingsSettleAtOnce: the stand-in reports every
@@ -27,8 +28,8 @@ import (
 func TestEveryWaitEndsWhenThingsSettleAtOnce(t *testing.T) {
 	apiary(t, 300*time.Millisecond)
 	ns := env.NewNamespace(t, "instant")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
-	managertest.CreateReady(t, env.Client, standin.NewClusterDeployment(ns, "c2", "tpl", "cred"))
+	builder.ReadyCluster(t, env.Client, ns, "c1")
+	builder.CreateReady(t, env.Client, standin.NewClusterDeployment(ns, "c2", "tpl", "cred"))
 	templates(t, ns, map[string]string{standin.AnnotationInstant: "true"})
 	gpuNode(t, ns+"-n1", ns, 4)
 	gpuQuota(t, ns, 3)
@@ -61,7 +62,7 @@ func TestEveryWaitEndsWhenThingsSettleAtOnce(t *testing.T) {
 		g.Expect([]int{running, waiting}).To(Equal([]int{3, 1}), "trainers: %v", got)
 	}, settle, 200*time.Millisecond).Should(Succeed())
 
-	managertest.DeleteAndWait(t, env.Client, freed)
+	world.DeleteAndWait(t, env.Client, freed)
 	expectPhases(t, []*workspacesv1.WorkspaceDeployment{waiter}, all(workspacesv1.PhaseRunning))
 }
 
@@ -76,7 +77,7 @@ func TestEveryWaitEndsWhenThingsSettleSlowly(t *testing.T) {
 	ctx := context.Background()
 	apiary(t, 0)
 	ns := env.NewNamespace(t, "slow")
-	managertest.ReadyCluster(t, env.Client, ns, "c1")
+	builder.ReadyCluster(t, env.Client, ns, "c1")
 	templates(t, ns, map[string]string{standin.AnnotationDelay: "1500ms"})
 	gpuNode(t, ns+"-n1", ns, 2)
 	late := standin.NewClusterDeployment(ns, "c2", "tpl", "cred")
@@ -126,7 +127,7 @@ func TestEveryWaitEndsWhenThingsSettleSlowly(t *testing.T) {
 		g.Expect(waiter).NotTo(BeNil(), "trainers: %v", got)
 	}, settle, 200*time.Millisecond).Should(Succeed())
 
-	managertest.DeleteAndWait(t, env.Client, runningTrainers[0])
+	world.DeleteAndWait(t, env.Client, runningTrainers[0])
 	expectPhases(t, []*workspacesv1.WorkspaceDeployment{waiter}, all(workspacesv1.PhaseRunning))
 	_ = client.IgnoreNotFound(env.Client.Delete(ctx, secret))
 }

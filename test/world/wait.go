@@ -1,4 +1,4 @@
-package managertest
+package world
 
 import (
 	"context"
@@ -14,6 +14,9 @@ import (
 // Timeout bounds the waits of the helpers.
 const Timeout = 60 * time.Second
 
+// Poll is how often the waits look.
+const Poll = 200 * time.Millisecond
+
 // EventuallyPhase waits until a workspace reaches a phase and returns it.
 func EventuallyPhase(t testing.TB, c client.Client, w *workspacesv1.WorkspaceDeployment,
 	phase workspacesv1.WorkspacePhase) *workspacesv1.WorkspaceDeployment {
@@ -22,7 +25,14 @@ func EventuallyPhase(t testing.TB, c client.Client, w *workspacesv1.WorkspaceDep
 	NewWithT(t).Eventually(func(g Gomega) {
 		g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
 		g.Expect(out.Status.Phase).To(Equal(phase), "message: %s", out.Status.Message)
-	}, Timeout, 200*time.Millisecond).Should(Succeed())
+	}, Timeout, Poll).Should(Succeed())
+	return out
+}
+
+// Get reads a workspace in an Eventually.
+func Get(g Gomega, c client.Client, w *workspacesv1.WorkspaceDeployment) *workspacesv1.WorkspaceDeployment {
+	out := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(c.Get(context.Background(), client.ObjectKeyFromObject(w), out)).To(Succeed())
 	return out
 }
 
@@ -41,7 +51,7 @@ func DeleteAndWait(t testing.TB, c client.Client, w *workspacesv1.WorkspaceDeplo
 	NewWithT(t).Eventually(func() bool {
 		err := c.Get(ctx, client.ObjectKeyFromObject(w), &workspacesv1.WorkspaceDeployment{})
 		return err != nil && client.IgnoreNotFound(err) == nil
-	}, Timeout, 200*time.Millisecond).Should(BeTrue(), "workspace %s is not gone", w.Name)
+	}, Timeout, Poll).Should(BeTrue(), "workspace %s is not gone", w.Name)
 	return deleted
 }
 
