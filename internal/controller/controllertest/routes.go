@@ -19,11 +19,8 @@ import (
 	"github.com/apiaryhq/apiary/internal/access"
 	"github.com/apiaryhq/apiary/internal/testenv"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
-
-// regionalAnnotation on a ClusterDeployment makes the stand-in write a
-// kubeconfig of the regional control plane.
-const regionalAnnotation = "test.apiary.dev/regional"
 
 // The tenant Gateway every regional cluster of the tests shares: a wildcard
 // HTTPS listener and a pool of two TCP listeners.
@@ -33,9 +30,8 @@ const (
 )
 
 var (
-	gwClientOnce sync.Once
 	// GatewayClient reaches the regional control plane with the Gateway
-	// API's types, once RegionalClient made it.
+	// API's types.
 	GatewayClient client.Client
 	gatewayOnce   sync.Once
 )
@@ -43,13 +39,6 @@ var (
 // RegionalClient reaches the regional control plane with the Gateway API's types.
 func RegionalClient(t *testing.T) client.Client {
 	t.Helper()
-	gwClientOnce.Do(func() {
-		c, err := testenv.GatewayClient(regional.Config)
-		if err != nil {
-			t.Fatalf("regional client: %v", err)
-		}
-		GatewayClient = c
-	})
 	return GatewayClient
 }
 
@@ -94,7 +83,7 @@ func RegionalSetup(t *testing.T, ns, child string) {
 	t.Helper()
 	tenantGateway(t)
 	KOFCluster(t, ns, "regional", map[string]string{access.ClusterNameLabel: "region-1", access.ClusterRoleLabel: access.RoleRegional},
-		map[string]string{regionalAnnotation: "true"})
+		map[string]string{world.RegionalAnnotation: "true"})
 	KOFCluster(t, ns, child, map[string]string{access.RegionalClusterNameLabel: "region-1"}, nil)
 }
 
