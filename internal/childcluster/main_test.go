@@ -2,9 +2,7 @@ package childcluster
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"os"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -18,6 +16,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var (
@@ -29,49 +28,21 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
 	ctrllog.SetLogger(logr.Discard())
-	flag.Parse()
-	if fuzzing() {
-		return m.Run() // fuzz targets need no control plane; workers would each start three
-	}
-	var err error
-	if mgmt, err = testenv.Start(); err != nil {
-		fmt.Fprintf(os.Stderr, "starting management control plane: %v\n", err)
-		return 1
-	}
-	defer stop(mgmt)
-	for i := range children {
-		if children[i], err = testenv.Start(testenv.Bare()); err != nil {
-			fmt.Fprintf(os.Stderr, "starting child control plane: %v\n", err)
-			return 1
-		}
-		defer stop(children[i])
-		if kubeconfigs[i], err = children[i].Kubeconfig(); err != nil {
-			fmt.Fprintf(os.Stderr, "child kubeconfig: %v\n", err)
-			return 1
-		}
-	}
-	return m.Run()
-}
-
-// fuzzing reports whether the binary runs a fuzz target (or is a fuzz worker).
-func fuzzing() bool {
-	for _, name := range []string{"test.fuzz", "test.fuzzworker"} {
-		if f := flag.Lookup(name); f != nil && f.Value.String() != "" && f.Value.String() != "false" {
-			return true
-		}
-	}
-	return false
-}
-
-func stop(e *testenv.Environment) {
-	if err := e.Stop(); err != nil {
-		fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-	}
+	// Fuzz targets need no control plane; workers would each start three.
+	world.Main(m, world.World{Name: "childcluster", Management: true, Children: len(children), Bare: world.Fuzzing},
+		func(r *world.Running) error {
+			mgmt = r.Management
+			for i := range children {
+				children[i] = r.Children[i]
+				kc, err := children[i].Kubeconfig()
+				if err != nil {
+					return fmt.Errorf("child kubeconfig: %w", err)
+				}
+				kubeconfigs[i] = kc
+			}
+			return nil
+		})
 }
 
 // newManager returns a Manager reading Secrets of the management cluster,

@@ -2,7 +2,6 @@ package delivery
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var (
@@ -34,44 +34,29 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	ctrl.SetLogger(logr.Discard())
+	// Fuzzing runs the pure fuzz targets in many worker processes; the tests
+	// that need an API server skip themselves. Flux's CRDs are for the Git
+	// sink's reads of a Kustomization.
+	world.Main(m, world.World{Name: "delivery", Management: true, Flux: true, Bare: world.Fuzzing}, startManager)
 }
 
-func run(m *testing.M) int {
-	ctrl.SetLogger(logr.Discard())
-	flag.Parse()
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
-		// Fuzzing runs the pure fuzz targets in many worker processes; the
-		// tests that need an API server skip themselves.
-		return m.Run()
-	}
-	fluxCRDs, err := testenv.FluxCRDDirs() // for the Git sink's reads of a Kustomization
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	env, err = testenv.Start(testenv.WithCRDDirs(fluxCRDs...))
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
-		return 1
-	}
-	defer func() {
-		if err := env.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping test environment: %v\n", err)
-		}
-	}()
+// startManager keeps the world's management cluster in env and starts mgr
+// on it, its requests recorded, until the world stops.
+func startManager(r *world.Running) error {
+	env = r.Management
 	cfg := rest.CopyConfig(env.Config)
 	cfg.Wrap(requests.wrap)
+	var err error
 	mgr, err = ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "creating manager: %v\n", err)
-		return 1
+		return fmt.Errorf("creating manager: %w", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(r.Context())
 	stopped := make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -79,12 +64,11 @@ func run(m *testing.M) int {
 			fmt.Fprintf(os.Stderr, "running manager: %v\n", err)
 		}
 	}()
-	defer func() { cancel(); <-stopped }()
+	r.Defer(func() { cancel(); <-stopped })
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		fmt.Fprintln(os.Stderr, "manager caches did not sync")
-		return 1
+		return fmt.Errorf("manager caches did not sync")
 	}
-	return m.Run()
+	return nil
 }
 
 // requestLog records the API requests of the manager's client and caches.

@@ -2,11 +2,9 @@ package manager
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
@@ -22,21 +20,15 @@ import (
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	var err error
 	// Like a fresh management cluster: Apiary's CRDs, but not k0rdent's yet.
-	env, err = testenv.Start(testenv.WithoutK0rdentCRDs())
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "starting test environment: %v\n", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = env.Stop()
-	os.Exit(code)
+	world.Main(m, world.World{Name: "manager", Management: true, ManagementOptions: []testenv.Option{testenv.WithoutK0rdentCRDs()}},
+		func(r *world.Running) error { env = r.Management; return nil })
 }
 
 func freeAddress(t *testing.T) string {

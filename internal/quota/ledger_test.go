@@ -3,7 +3,6 @@ package quota
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -17,30 +16,24 @@ import (
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
-// env is the control plane of the Ledger's tests, started by the first of
-// them (the pure tests and the fuzz targets of the package need none) and
-// stopped by TestMain.
-var (
-	env     *testenv.Environment
-	envOnce sync.Once
-	envErr  error
-)
+// env is the control plane of the Ledger's tests (the fuzz targets of the
+// package need none).
+var env *testenv.Environment
 
 func TestMain(m *testing.M) {
-	code := m.Run()
-	if env != nil {
-		_ = env.Stop()
-	}
-	os.Exit(code)
+	world.Main(m, world.World{Name: "quota", Management: true, Bare: world.Fuzzing,
+		ManagementOptions: []testenv.Option{testenv.WithoutK0rdentCRDs()}},
+		func(r *world.Running) error { env = r.Management; return nil })
 }
 
+// startEnv skips a test that needs the control plane when there is none.
 func startEnv(t *testing.T) {
 	t.Helper()
-	envOnce.Do(func() { env, envErr = testenv.Start(testenv.WithoutK0rdentCRDs()) })
-	if envErr != nil {
-		t.Fatalf("starting control plane: %v", envErr)
+	if env == nil {
+		t.Skip("no control plane while fuzzing")
 	}
 }
 

@@ -62,6 +62,13 @@ func run(m *testing.M, w World, setup func(*Running) error) int {
 	return code
 }
 
+// Fuzzing says whether the test binary was asked to fuzz (-test.fuzz), for
+// World.Bare of suites whose fuzz targets need no world.
+func Fuzzing() bool {
+	f := flag.Lookup("test.fuzz")
+	return f != nil && f.Value.String() != ""
+}
+
 // LogOutput is where managers and the stand-in log in tests: nowhere,
 // unless APIARY_TEST_LOGS is set.
 func LogOutput() io.Writer {

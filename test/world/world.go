@@ -56,6 +56,13 @@ type World struct {
 	// ClusterDeployment's kubeconfig reaches unless routed elsewhere (see
 	// Running.KubeconfigFor); ChildGateway makes it serve the Gateway API.
 	Child, ChildGateway bool
+	// ChildOptions are further testenv options of the child control plane
+	// (e.g. CRDs a test installs there).
+	ChildOptions []testenv.Option
+	// Children starts that many further bare child control planes
+	// (Running.Children), for tests of several clusters at once; routes to
+	// them are the suite's (Running.Route).
+	Children int
 	// Regional starts a regional control plane serving the Gateway API, which
 	// ClusterDeployments annotated RegionalAnnotation reach; TenantGateway,
 	// when set, is created on it.
@@ -118,6 +125,8 @@ type Running struct {
 
 	// Management, Child and Regional are the control planes asked for.
 	Management, Child, Regional *testenv.Environment
+	// Children are the further child control planes (World.Children).
+	Children []*testenv.Environment
 	// ChildKubeconfig and RegionalKubeconfig reach them as administrators.
 	ChildKubeconfig, RegionalKubeconfig []byte
 	// ChildClient and RegionalClient know the Gateway API's types (Child:
@@ -244,7 +253,7 @@ func (r *Running) startControlPlanes() error {
 		if w.ChildGateway {
 			r.Child, r.ChildClient, err = testenv.StartGatewayPlane()
 		} else {
-			r.Child, err = testenv.Start(testenv.Bare())
+			r.Child, err = testenv.Start(append([]testenv.Option{testenv.Bare()}, w.ChildOptions...)...)
 		}
 		if err != nil {
 			return fmt.Errorf("starting the child control plane: %w", err)
@@ -254,6 +263,14 @@ func (r *Running) startControlPlanes() error {
 			return fmt.Errorf("child kubeconfig: %w", err)
 		}
 		r.Route(RouteChild, r.ChildKubeconfig)
+	}
+	for i := range w.Children {
+		env, err := testenv.Start(testenv.Bare())
+		if err != nil {
+			return fmt.Errorf("starting child control plane %d: %w", i+1, err)
+		}
+		r.Defer(func() { stopEnv("child", env) })
+		r.Children = append(r.Children, env)
 	}
 	if w.Regional {
 		if r.Regional, r.RegionalClient, err = testenv.StartGatewayPlane(); err != nil {

@@ -2,9 +2,6 @@ package scaledown
 
 import (
 	"context"
-	"flag"
-	"fmt"
-	"os"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -17,29 +14,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // child stands for a child cluster: no Apiary CRDs, a minimal
 // LeaderWorkerSet CRD, and no controller-manager (so no pods appear).
 var child *testenv.Environment
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	flag.Parse()
-	if f := flag.Lookup("test.fuzzworker"); f != nil && f.Value.String() == "true" {
-		return m.Run()
-	}
-	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
-		return m.Run() // fuzz targets need no control plane
-	}
-	var err error
-	if child, err = testenv.Start(testenv.Bare(), testenv.WithCRDDirs("internal/workspace/scaledown/testdata/crds")); err != nil {
-		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
-		return 1
-	}
-	defer func() { _ = child.Stop() }()
-	return m.Run()
+func TestMain(m *testing.M) {
+	// Fuzz targets need no control plane.
+	world.Main(m, world.World{Name: "scaledown", Child: true, Bare: world.Fuzzing,
+		ChildOptions: []testenv.Option{testenv.WithCRDDirs("internal/workspace/scaledown/testdata/crds")}},
+		func(r *world.Running) error { child = r.Child; return nil })
 }
 
 // namespace is a fresh namespace for one test.
