@@ -20,6 +20,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/controllertest"
 	"github.com/apiaryhq/apiary/test/managertest"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world"
 )
 
 // settle waits until Apiary made no request for quiet, then returns.
@@ -64,11 +65,11 @@ func BenchmarkColony200(b *testing.B) {
 		if err := controllertest.Env.Client.Create(ctx, colony); err != nil {
 			b.Fatal(err)
 		}
-		applied := managertest.WaitFor(b, 10*time.Minute, "all ClusterDeployments applied", func() bool {
+		applied := world.WaitFor(b, 10*time.Minute, "all ClusterDeployments applied", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			return controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) == entries
 		})
-		ready := managertest.WaitFor(b, 10*time.Minute, "Colony ready", func() bool {
+		ready := world.WaitFor(b, 10*time.Minute, "Colony ready", func() bool {
 			c := &infrav1.Colony{}
 			return controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(colony), c) == nil &&
 				int(c.Status.ReadyClusters) == entries && c.Status.Phase == infrav1.ColonyPhaseReady
@@ -144,7 +145,7 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 		if err := controllertest.Env.Client.Create(ctx, class); err != nil {
 			b.Fatal(err)
 		}
-		managertest.WaitFor(b, 5*time.Minute, "clusters ready", func() bool {
+		world.WaitFor(b, 5*time.Minute, "clusters ready", func() bool {
 			list := &k0rdentv1beta1.ClusterDeploymentList{}
 			if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -178,11 +179,11 @@ func BenchmarkWorkspaces1000(b *testing.B) {
 			}
 		}
 		created := time.Since(start)
-		sets := managertest.WaitFor(b, 30*time.Minute, "every ServiceSet exists", func() bool {
+		sets := world.WaitFor(b, 30*time.Minute, "every ServiceSet exists", func() bool {
 			list := &k0rdentv1beta1.ServiceSetList{}
 			return controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
 		}) + created
-		running := managertest.WaitFor(b, 60*time.Minute, "every workspace Running", func() bool {
+		running := world.WaitFor(b, 60*time.Minute, "every workspace Running", func() bool {
 			list := &workspacesv1.WorkspaceDeploymentList{}
 			if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns)) != nil {
 				return false
@@ -253,7 +254,7 @@ func baselineServiceSets(b *testing.B, ns string, total, clusters int) time.Dura
 			b.Fatal(err)
 		}
 	}
-	return managertest.WaitFor(b, 60*time.Minute, "baseline ServiceSets deployed", func() bool {
+	return world.WaitFor(b, 60*time.Minute, "baseline ServiceSets deployed", func() bool {
 		list := &k0rdentv1beta1.ServiceSetList{}
 		if controllertest.Env.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"bench": "baseline"}) != nil {
 			return false

@@ -3,8 +3,6 @@ package managertest
 import (
 	"context"
 	"path/filepath"
-	"testing"
-	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -30,10 +28,4 @@ func InProcess(opts manager.Options) world.ManagerFunc {
 		}
 		return manager.Run(ctx, o)
 	}
-}
-
-// WaitFor is world.WaitFor, for the suites not moved to test/world yet.
-func WaitFor(t testing.TB, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	return world.WaitFor(t, limit, what, cond)
 }
