@@ -23,21 +23,10 @@ import (
 )
 
 // ReadyCluster creates a ClusterDeployment the stand-in makes ready, with its
-// template and credential, and waits for it.
+// template and credential, and waits for it and its kubeconfig Secret.
 func ReadyCluster(t *testing.T, ns, name string) {
 	t.Helper()
-	ctx := context.Background()
-	K0rdentFixturesOnce(t, ns)
-	cd := standin.NewClusterDeployment(ns, name, "exalsius-remote-cluster-0-1-5", "remote-cred")
-	if err := Env.Client.Create(ctx, cd); err != nil {
-		t.Fatalf("creating ClusterDeployment: %v", err)
-	}
-	NewWithT(t).Eventually(func(g Gomega) {
-		got := &k0rdentv1beta1.ClusterDeployment{}
-		g.Expect(Env.Client.Get(ctx, client.ObjectKeyFromObject(cd), got)).To(Succeed())
-		g.Expect(Condition(got, k0rdentv1beta1.ReadyCondition)).NotTo(BeNil())
-		g.Expect(Condition(got, k0rdentv1beta1.ReadyCondition).Status).To(Equal(metav1.ConditionTrue))
-	}, Timeout, 200*time.Millisecond).Should(Succeed())
+	KOFCluster(t, ns, name, nil, nil)
 }
 
 // K0rdentFixturesOnce creates the K0rdentFixtures of ns unless they exist.
