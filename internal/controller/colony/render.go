@@ -15,10 +15,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/render"
 )
 
-// ClusterLabel is set on every object rendered for a Colony entry, with the
-// entry's clusterName (render.ColonyLabels).
-const ClusterLabel = render.ColonyClusterLabel
-
 // renderedCluster is the outcome of rendering one Colony entry.
 type renderedCluster struct {
 	entry   infrav1.ColonyCluster

@@ -64,7 +64,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	switch {
 	case req == nil:
 		if inForce == nil {
-			r.feasibilityFor(ctx, w) // before its first admission, as the exalsius operator does
+			r.feasibilityFor(ctx, w, want) // before its first admission, as the exalsius operator does
 		}
 	case keep:
 		rec.ResourceName, rec.Placement = inForce.ResourceName, admission.TrimPlacement(inForce.Placement, req.Replicas)
@@ -90,7 +90,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 			return stopWith(0), err
 		}
 		stampVendor(w, decision.Vendor)
-		r.feasibilityFromGate(w, nodes, pods, &decision)
+		r.feasibilityFromGate(w, want, nodes, pods, &decision)
 		if decision.Outcome != admission.Admit {
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}

@@ -17,10 +17,10 @@ import (
 )
 
 // feasibilityFor reads the child cluster's nodes and pods for a workspace
-// without GPUs that asks for CPU, memory or storage, and publishes whether
-// they fit. A workspace that asks for nothing fits without a look.
-func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun) {
-	want := request.Of(w.resolved)
+// without GPUs whose request (want) asks for CPU, memory or storage, and
+// publishes whether they fit. A workspace that asks for nothing fits
+// without a look.
+func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun, want request.Request) {
 	demand, replicas, what := want.Totals(), int32(want.Replicas), want.What()
 	if demand.CPU.IsZero() && demand.Memory.IsZero() && demand.Storage.IsZero() {
 		publishFeasibility(w, admission.Feasible(nil, nil, demand, replicas, nil, what), false, r.now())
@@ -42,10 +42,9 @@ func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun) {
 	publishFeasibility(w, admission.Feasible(nodes, pods, demand, replicas, nil, what), true, r.now())
 }
 
-// feasibilityFromGate publishes the verdict on a GPU request from the
-// snapshot and the decision of the gate.
-func (r *Reconciler) feasibilityFromGate(w *workspaceRun, nodes []corev1.Node, pods []corev1.Pod, d *admission.Decision) {
-	want := request.Of(w.resolved)
+// feasibilityFromGate publishes the verdict on a workspace's request (want)
+// from the snapshot and the decision of the gate.
+func (r *Reconciler) feasibilityFromGate(w *workspaceRun, want request.Request, nodes []corev1.Node, pods []corev1.Pod, d *admission.Decision) {
 	publishFeasibility(w, admission.Feasible(nodes, pods, want.Totals(), int32(want.Replicas), d, want.What()), true, r.now())
 }
 

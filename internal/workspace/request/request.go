@@ -6,8 +6,8 @@
 //
 // Of is pure and total: it never panics, and a product that would overflow
 // (which resources.Check and the CRD bounds refuse) is reported in Err with
-// the GPU total saturated at math.MaxInt64 and the quantities it could not
-// count left nil.
+// the GPU total saturated at math.MaxInt64 and the CPU, memory and storage
+// totals left nil.
 package request
 
 import (
