@@ -105,7 +105,7 @@ func createPod(t *testing.T, child *testenv.Environment, node string) *corev1.Po
 func TestWatchWithPods(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	m := newManager(t, Options{})
+	m := newManager(t, Options{IdleTimeout: stopAtOnce})
 	cd := newCluster(t)
 	writeKubeconfig(t, cd, kubeconfigs[0])
 	node := createNode(t, children[0], "4")
@@ -146,7 +146,7 @@ func TestWatchWithPods(t *testing.T) {
 func TestReleaseOfTheLastOwnerStopsTheCache(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	m := newManager(t, Options{})
+	m := newManager(t, Options{IdleTimeout: stopAtOnce})
 	cd := newCluster(t)
 	writeKubeconfig(t, cd, kubeconfigs[0])
 

@@ -58,7 +58,7 @@ func noEventFor(g Gomega, events <-chan event.GenericEvent, cd types.NamespacedN
 func TestWatchWithGateways(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	m := newManager(t, Options{})
+	m := newManager(t, Options{IdleTimeout: stopAtOnce})
 	events := m.Subscribe(GatewayKind)
 	cd := newCluster(t)
 	writeKubeconfig(t, cd, kubeconfigs[1])
@@ -142,7 +142,7 @@ func TestWatchWithGateways(t *testing.T) {
 func TestReleaseElsewhere(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	m := newManager(t, Options{})
+	m := newManager(t, Options{IdleTimeout: stopAtOnce})
 	a, b := newCluster(t), newCluster(t)
 	writeKubeconfig(t, a, kubeconfigs[0])
 	writeKubeconfig(t, b, kubeconfigs[0])

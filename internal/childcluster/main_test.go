@@ -45,6 +45,10 @@ func TestMain(m *testing.M) {
 		})
 }
 
+// stopAtOnce is the IdleTimeout of Managers whose caches and informers stop
+// as soon as no owner needs them.
+const stopAtOnce = -1
+
 // newManager returns a Manager reading Secrets of the management cluster,
 // stopped when the test ends.
 func newManager(t *testing.T, opts Options) *Manager {

@@ -71,6 +71,11 @@ type Options struct {
 	// AllowInsecureSkipTLSVerify lets the default NewRESTConfig accept
 	// kubeconfigs that skip TLS verification, for tests.
 	AllowInsecureSkipTLSVerify bool
+	// IdleTimeout is how long a cache, or its Pod or Gateway informer,
+	// keeps running after no owner needs it, for owners to come back to
+	// without a new list and watch; default DefaultIdleTimeout. Negative
+	// stops them at once.
+	IdleTimeout time.Duration
 	// Logger receives cache lifecycle and reachability changes; default the
 	// controller-runtime logger named "childcluster".
 	Logger *logr.Logger
@@ -106,6 +111,9 @@ type clusterEntry struct {
 	cache      *ClusterCache
 	// owners maps an owner key to what it needs.
 	owners map[string]WatchOptions
+	// lingers are the pending stops of the parts of the cache no owner
+	// needs (see IdleTimeout).
+	lingers map[part]*linger
 }
 
 // NewManager returns a Manager reading kubeconfig Secrets through mgmt (a
@@ -125,6 +133,9 @@ func NewManager(mgmt client.Reader, opts Options) *Manager {
 	}
 	if opts.Burst <= 0 {
 		opts.Burst = defaultBurst
+	}
+	if opts.IdleTimeout == 0 {
+		opts.IdleTimeout = DefaultIdleTimeout
 	}
 	if opts.NewRESTConfig == nil {
 		parse := kubeconfig.Options{Policy: opts.ServerPolicy, AllowInsecureSkipTLSVerify: opts.AllowInsecureSkipTLSVerify}
@@ -165,6 +176,7 @@ func (m *Manager) Stop() {
 		m.mu.Lock()
 		var caches []*ClusterCache
 		for cd, e := range m.clusters {
+			cancelLingers(e)
 			if e.cache != nil {
 				caches = append(caches, e.cache)
 				e.cache.stop()
@@ -188,13 +200,17 @@ func (m *Manager) isStopped() bool {
 	}
 }
 
-// Forget drops the client, the cache and the owners of a cluster, e.g. when
-// its ClusterDeployment is deleted.
+// Forget drops the client, the cache and the owners of a cluster at once
+// (lingering or not), e.g. when its ClusterDeployment is deleted or its
+// shard released.
 func (m *Manager) Forget(cd types.NamespacedName) {
 	m.mu.Lock()
 	e := m.clusters[cd]
 	delete(m.clusters, cd)
 	delete(m.unreachable, cd)
+	if e != nil {
+		cancelLingers(e)
+	}
 	var c *ClusterCache
 	if e != nil && e.cache != nil {
 		c = e.cache
@@ -280,7 +296,7 @@ func (m *Manager) RESTConfig(ctx context.Context, cd types.NamespacedName) (*res
 func (m *Manager) entryLocked(cd types.NamespacedName) *clusterEntry {
 	e := m.clusters[cd]
 	if e == nil {
-		e = &clusterEntry{owners: map[string]WatchOptions{}}
+		e = &clusterEntry{owners: map[string]WatchOptions{}, lingers: map[part]*linger{}}
 		m.clusters[cd] = e
 	}
 	return e

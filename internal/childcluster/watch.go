@@ -75,6 +75,7 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 		replaced = e.cache
 		replaced.stop()
 		e.cache = nil
+		cancelLingers(e)
 	}
 	c := e.cache
 	if c == nil {
@@ -91,6 +92,7 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 	}
 	prev, existed := e.owners[owner]
 	e.owners[owner] = want
+	keepLocked(e, want)
 	m.mu.Unlock()
 	if replaced != nil {
 		replaced.wait()
@@ -153,7 +155,9 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 }
 
 // Release unregisters owner from the cache of cd. The cache stops when its
-// last owner is gone, and the Pod informer when no owner needs Pods.
+// last owner is gone, and the Pod informer when no owner needs Pods, both
+// after Options.IdleTimeout: an owner that comes back meanwhile finds them
+// running, with no new list or watch.
 func (m *Manager) Release(cd types.NamespacedName, owner string) {
 	m.mu.Lock()
 	e := m.clusters[cd]
@@ -206,31 +210,29 @@ func (m *Manager) Owners(cd types.NamespacedName) []string {
 	return out
 }
 
-// settleLocked stops the cache of cd when no owner is left (returning it to
-// be waited for outside the lock), and the Pod and Gateway informers when no
-// owner needs them. The entry is dropped when it holds nothing. m.mu must
-// be held.
+// settleLocked stops what no owner of cd needs: the cache when no owner is
+// left (returning it to be waited for outside the lock), the Pod and Gateway
+// informers when no owner needs them. They stop after IdleTimeout (see
+// idleLocked), at once when it is negative. The entry is dropped when it
+// holds nothing. m.mu must be held.
 func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
 	e := m.clusters[cd]
 	if e == nil {
 		return nil
 	}
 	var stopped *ClusterCache
-	if len(e.owners) == 0 && e.cache != nil {
+	if len(e.owners) == 0 && e.cache != nil && m.idleLocked(cd, e, partCache) {
 		stopped = e.cache
 		stopped.stop()
 		e.cache = nil
+		cancelLingers(e)
 	}
 	if e.cache != nil {
-		var all []WatchOptions
-		for _, o := range e.owners {
-			all = append(all, o)
-		}
-		need := union(all...)
-		if !need.Pods {
+		need := e.need()
+		if !need.Pods && m.idleLocked(cd, e, partPods) {
 			e.cache.stopPods(nil)
 		}
-		if !need.Gateways {
+		if !need.Gateways && m.idleLocked(cd, e, partGateways) {
 			e.cache.stopGateways()
 		}
 	}
@@ -247,5 +249,22 @@ func (m *Manager) dropFailed(cd types.NamespacedName, c *ClusterCache) {
 	defer m.mu.Unlock()
 	if e := m.clusters[cd]; e != nil && e.cache == c {
 		e.cache = nil
+		cancelLingers(e)
 	}
+}
+
+// Running returns the running cache of cd, or nil when none runs (or
+// lingers, see Options.IdleTimeout). It starts nothing, registers no owner
+// and makes no request: a reader that may use the cluster's caches when
+// others keep them open, but does not justify opening them, reads through
+// it (and finds ErrPodsNotWatched, or a cache not synced, when what it
+// reads is not open). The cache is not checked against the kubeconfig
+// Secret; it may stop at any time (reads return ErrCacheStopped).
+func (m *Manager) Running(cd types.NamespacedName) *ClusterCache {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if e := m.clusters[cd]; e != nil {
+		return e.cache
+	}
+	return nil
 }
