@@ -33,6 +33,10 @@ const (
 	ResourcesAvailableReason        = "ResourcesAvailable"
 	InsufficientResourcesReason     = "InsufficientResources"
 	FeasibilityUnknownReason        = "FeasibilityUnknown"
+	// FeasibilityNotMeasuredReason: a workspace without GPUs opens no
+	// watch of its child's nodes and pods, and none was open to measure
+	// its CPU, memory and storage with (Feasible is Unknown).
+	FeasibilityNotMeasuredReason = "FeasibilityNotMeasured"
 	ResourcesInjectedReason         = "ResourcesInjected"
 	UserPathsOverwrittenReason      = "UserPathsOverwritten"
 	PrerequisitesMetReason          = "PrerequisitesMet"

@@ -21,7 +21,11 @@ import (
 type APIRequest struct {
 	// side is "management" or "child".
 	Side string
-	Verb string // HTTP method
+	// Verb is the HTTP method, or WATCH for a watch.
+	Verb string
+	// Cluster is the ClusterDeployment ("<ns>/<name>") whose child cache
+	// made a list or watch (childcluster.RequestCluster), else empty.
+	Cluster string
 	// resource is the resource with its subresource ("workspacedeployments/status").
 	Resource  string
 	Namespace string
@@ -39,13 +43,14 @@ func (r APIRequest) detail() string {
 	return fmt.Sprintf("%s %s %s %s/%s", r.Side, r.Verb, r.Resource, r.Namespace, r.Name)
 }
 
-// RequestLog records every non-watch request of Apiary's manager, on the
-// management cluster and on every child, for the request-budget tests.
+// RequestLog records every request of Apiary's manager, watches included
+// (Verb WATCH), on the management cluster and on every child, for the
+// request-budget tests.
 type RequestLog struct {
 	mu  sync.Mutex
 	all []APIRequest
-	// management and managementWrites count the management requests, and
-	// those that are not reads, for the benchmarks.
+	// management and managementWrites count the management requests but
+	// watches, and those that are not reads, for the benchmarks.
 	Management, ManagementWrites atomic.Int64
 }
 
@@ -54,7 +59,13 @@ var Requests = &RequestLog{}
 
 func (l *RequestLog) record(side string, req *http.Request) {
 	r := parseRequest(side, req)
-	if side == "management" {
+	if req.URL.Query().Get("watch") == "true" {
+		r.Verb = "WATCH"
+	}
+	if cd, ok := childcluster.RequestCluster(req.Context()); ok {
+		r.Cluster = cd.String()
+	}
+	if side == "management" && r.Verb != "WATCH" {
 		l.Management.Add(1)
 		if req.Method != http.MethodGet {
 			l.ManagementWrites.Add(1)
@@ -80,9 +91,18 @@ func (l *RequestLog) Since(mark int, keep func(APIRequest) bool) []APIRequest {
 }
 
 // RequestsIn is how many requests Apiary made to the management cluster's
-// objects of a namespace.
+// objects of a namespace, watches included.
 func RequestsIn(ns string) int {
 	return len(Requests.Since(0, func(r APIRequest) bool { return r.Side == "management" && r.Namespace == ns }))
+}
+
+// InformerRequests returns the list and watch requests of Nodes and Pods
+// the caches of cluster ("<ns>/<name>") made to its child since mark.
+func InformerRequests(mark int, cluster string) []APIRequest {
+	return Requests.Since(mark, func(r APIRequest) bool {
+		return r.Side == "child" && r.Cluster == cluster && (r.Resource == "nodes" || r.Resource == "pods") &&
+			(r.Verb == "WATCH" || r.Verb == http.MethodGet && r.Name == "")
+	})
 }
 
 // Mark is how many requests were recorded so far, for Since.
@@ -179,8 +199,8 @@ type recordingTransport struct {
 }
 
 func (t *recordingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	Requests.record(t.Side, req)
 	if req.URL.Query().Get("watch") != "true" {
-		Requests.record(t.Side, req)
 		return t.next.RoundTrip(req)
 	}
 	resp, err := t.next.RoundTrip(req)

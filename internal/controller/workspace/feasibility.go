@@ -12,34 +12,43 @@ import (
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
-	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
-// feasibilityFor reads the child cluster's nodes and pods for a workspace
-// without GPUs whose request (want) asks for CPU, memory or storage, and
-// publishes whether they fit. A workspace that asks for nothing fits
-// without a look.
+// feasibilityFor publishes whether the request (want) of a workspace
+// without GPUs, asking for CPU, memory or storage, fits the child cluster's
+// nodes and pods. It reads them from the cluster's cache when one is open
+// for others (the GPU gate, stopped workspaces; lingering after them
+// included) and opens none itself: a workspace without GPUs costs its
+// child no list and no watch of Nodes or Pods, and without an open cache
+// its verdict is not measured (Unknown). A workspace that asks for nothing
+// fits without a look.
 func (r *Reconciler) feasibilityFor(ctx context.Context, w *workspaceRun, want request.Request) {
 	demand, replicas, what := want.Totals(), int32(want.Replicas), want.What()
 	if demand.CPU.IsZero() && demand.Memory.IsZero() && demand.Storage.IsZero() {
 		publishFeasibility(w, admission.Feasible(nil, nil, demand, replicas, nil, what), false, r.now())
 		return
 	}
-	owner := workspaceWatchOwner(w.obj) + "/feasibility"
-	cc, err := r.Children.Watch(ctx, w.cdKey, owner, childcluster.WatchOptions{Pods: true})
-	if err != nil {
-		feasibilityUnknown(w.obj, err)
+	cc := r.Children.Running(w.cdKey)
+	if cc == nil {
+		feasibilityNotMeasured(w)
 		return
 	}
-	defer r.Children.Release(w.cdKey, owner)
 	nodes, errN := cc.ListNodes(ctx)
 	pods, errP := cc.ListPods(ctx)
 	if errN != nil || errP != nil {
-		feasibilityUnknown(w.obj, firstErr(errN, errP))
+		// Not open for nodes and pods (or stopped meanwhile).
+		feasibilityNotMeasured(w)
 		return
 	}
 	publishFeasibility(w, admission.Feasible(nodes, pods, demand, replicas, nil, what), true, r.now())
+}
+
+// feasibilityNotMeasured says no cache of the child was open to measure a
+// workspace without GPUs with.
+func feasibilityNotMeasured(w *workspaceRun) {
+	conditions.MarkUnknown(w.obj, workspacesv1.FeasibleCondition, workspacesv1.FeasibilityNotMeasuredReason,
+		"Not measured: a workspace without GPUs opens no watch of the nodes and pods of cluster %q, and none was open", w.cdKey.Name)
 }
 
 // feasibilityFromGate publishes the verdict on a workspace's request (want)
