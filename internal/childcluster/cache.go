@@ -23,9 +23,11 @@ import (
 )
 
 // ClusterCache is a running informer cache of one child cluster, holding its
-// Nodes, and its Pods and Gateways when an owner asked for them, trimmed by
-// TrimNode, TrimPod and TrimGateway. Reads make no API request. It is shared: get it from Watch, and do
-// not keep it past Release; once stopped, reads return ErrCacheStopped.
+// Nodes, its Pods and its Gateways when an owner asked for them (each kind
+// its own informer, one list and watch per cluster), trimmed by TrimNode,
+// TrimPod and TrimGateway. Reads make no API request. It is shared: get it
+// from Watch, and do not keep it past Release; once stopped, reads return
+// ErrCacheStopped.
 type ClusterCache struct {
 	cluster types.NamespacedName
 	hash    [sha256.Size]byte
@@ -33,11 +35,13 @@ type ClusterCache struct {
 
 	ctx    context.Context // ends when the cache stops
 	cancel context.CancelFunc
-	ready  chan struct{} // closed when the first sync ended, see startErr
+	ready  chan struct{} // closed when the cache was launched, see startErr
 	done   chan struct{} // closed when every goroutine of the cache ended
 
 	startErr error // set before ready is closed
-	live     atomic.Bool
+	// live is set once an informer synced (or, for Gateways, reached the
+	// API server): from then on reachability changes are announced.
+	live atomic.Bool
 
 	mu       sync.Mutex
 	stopped  bool
@@ -63,9 +67,10 @@ func newClusterCache(m *Manager, cd types.NamespacedName, hash [sha256.Size]byte
 // Cluster is the ClusterDeployment whose child this cache reads.
 func (c *ClusterCache) Cluster() types.NamespacedName { return c.cluster }
 
-// ListNodes returns the child's Nodes (trimmed) from the cache.
+// ListNodes returns the child's Nodes (trimmed) from the cache, or
+// ErrNodesNotWatched when no owner watches with Nodes.
 func (c *ClusterCache) ListNodes(ctx context.Context) ([]corev1.Node, error) {
-	ca, err := c.reader(false)
+	ca, err := c.reader(NodeKind)
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +84,7 @@ func (c *ClusterCache) ListNodes(ctx context.Context) ([]corev1.Node, error) {
 // ListPods returns the child's Pods (trimmed) from the cache, or
 // ErrPodsNotWatched when no owner watches with Pods.
 func (c *ClusterCache) ListPods(ctx context.Context) ([]corev1.Pod, error) {
-	ca, err := c.reader(true)
+	ca, err := c.reader(PodKind)
 	if err != nil {
 		return nil, err
 	}
@@ -90,25 +95,30 @@ func (c *ClusterCache) ListPods(ctx context.Context) ([]corev1.Pod, error) {
 	return list.Items, nil
 }
 
-func (c *ClusterCache) reader(pods bool) (cache.Cache, error) {
+func (c *ClusterCache) reader(kind Kind) (cache.Cache, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	inf, notWatched := c.nodes, ErrNodesNotWatched
+	if kind == PodKind {
+		inf, notWatched = c.pods, ErrPodsNotWatched
+	}
 	switch {
 	case c.stopped:
 		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
-	case pods && (c.pods == nil || !c.pods.HasSynced()):
-		return nil, fmt.Errorf("cluster %s: %w", c.cluster, ErrPodsNotWatched)
-	case c.nodes == nil || !c.nodes.HasSynced():
-		return nil, fmt.Errorf("cluster %s: cache not synced", c.cluster)
+	case inf == nil:
+		return nil, fmt.Errorf("cluster %s: %w", c.cluster, notWatched)
+	case !inf.HasSynced():
+		return nil, fmt.Errorf("cluster %s: %ss not synced", c.cluster, strings.ToLower(string(kind)))
 	}
 	return c.cache, nil
 }
 
-// Synced reports whether the cache runs and its informers have synced.
+// Synced reports whether the cache runs and its Node and Pod informers, of
+// those it runs, have synced.
 func (c *ClusterCache) Synced() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return !c.stopped && c.nodes != nil && c.nodes.HasSynced() && (c.pods == nil || c.pods.HasSynced())
+	return !c.stopped && (c.nodes == nil || c.nodes.HasSynced()) && (c.pods == nil || c.pods.HasSynced())
 }
 
 // LastError returns the current list or watch error of the cache (naming the
@@ -123,30 +133,30 @@ func (c *ClusterCache) LastError() error {
 			return clusterErr(c.cluster, "watching "+string(k)+"s", err)
 		}
 	}
+	if err := c.errs[GatewayKind]; IsUnreachable(err) {
+		// (Other Gateway errors, such as the API not installed, say
+		// nothing about reachability; Gateway reports them.)
+		return clusterErr(c.cluster, "watching Gateways", err)
+	}
 	return nil
 }
 
-// start builds and starts the informer cache, waits for the Nodes to sync
-// (bounded by SyncTimeout) and closes ready. On failure it stops the cache.
+// start builds and starts the informer cache, with no informer yet (the
+// ensure methods add them), and closes ready. On failure it stops the cache.
 func (c *ClusterCache) start(cfg *rest.Config) {
-	err := c.startNodes(cfg)
+	err := c.launch(cfg)
 	if err != nil {
 		c.mu.Lock()
-		launched := c.cache != nil && c.nodes != nil
 		c.stopped = true
 		c.mu.Unlock()
 		c.cancel()
-		if !launched {
-			close(c.done)
-		}
-	} else {
-		c.live.Store(true)
+		close(c.done)
 	}
 	c.startErr = err
 	close(c.ready)
 }
 
-func (c *ClusterCache) startNodes(cfg *rest.Config) error {
+func (c *ClusterCache) launch(cfg *rest.Config) error {
 	// The mapper is static: the kinds are known, and a Gateway API that is
 	// not installed shows as a failing list (see Gateway), not as a
 	// discovery error.
@@ -166,28 +176,41 @@ func (c *ClusterCache) startNodes(cfg *rest.Config) error {
 	if err != nil {
 		return clusterErr(c.cluster, "creating cache", err)
 	}
-	inf, err := ca.GetInformer(c.ctx, &corev1.Node{}, cache.BlockUntilSynced(false))
-	if err != nil {
-		return clusterErr(c.cluster, "creating node informer", err)
-	}
-	if _, err := inf.AddEventHandler(c.handler(NodeKind)); err != nil {
-		return clusterErr(c.cluster, "watching nodes", err)
-	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.stopped {
-		c.mu.Unlock()
 		return fmt.Errorf("cluster %s: %w", c.cluster, ErrCacheStopped)
 	}
-	c.cache, c.nodes = ca, inf
+	c.cache = ca
 	c.m.wg.Go(func() {
 		defer close(c.done)
 		_ = ca.Start(c.ctx)
 	})
-	c.mu.Unlock()
-	return c.waitSynced(c.ctx, inf, NodeKind)
+	return nil
 }
 
-// ensurePods starts the Pod informer unless it runs and waits for it to sync.
+// ensureNodes starts the Node informer unless it runs and waits for it to
+// sync (bounded by ctx and SyncTimeout); on failure it stops it again.
+func (c *ClusterCache) ensureNodes(ctx context.Context) error {
+	inf, err := c.startInformer(&corev1.Node{}, NodeKind, &c.nodes)
+	if err != nil {
+		return err
+	}
+	if err := c.waitSynced(ctx, inf, NodeKind); err != nil {
+		c.stopNodes(inf)
+		return err
+	}
+	c.live.Store(true)
+	return nil
+}
+
+// stopNodes stops the Node informer if it is inf (any, when inf is nil).
+func (c *ClusterCache) stopNodes(inf cache.Informer) {
+	c.stopInformer(&corev1.Node{}, NodeKind, &c.nodes, inf)
+}
+
+// ensurePods starts the Pod informer unless it runs and waits for it to
+// sync (bounded by ctx and SyncTimeout); on failure it stops it again.
 func (c *ClusterCache) ensurePods(ctx context.Context) error {
 	inf, err := c.startInformer(&corev1.Pod{}, PodKind, &c.pods)
 	if err != nil {
@@ -197,6 +220,7 @@ func (c *ClusterCache) ensurePods(ctx context.Context) error {
 		c.stopPods(inf)
 		return err
 	}
+	c.live.Store(true)
 	return nil
 }
 

@@ -220,7 +220,7 @@ func TestChangesInAChildAreNotified(t *testing.T) {
 	podEvents := m.Subscribe(PodKind)
 	cd := newCluster(t)
 	writeKubeconfig(t, cd, kubeconfigs[0])
-	_, err := m.Watch(ctx, cd, "workspace/ns/w", WatchOptions{Pods: true})
+	_, err := m.Watch(ctx, cd, "workspace/ns/w", WatchOptions{Nodes: true, Pods: true})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	node := createNode(t, children[0], "2")

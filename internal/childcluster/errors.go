@@ -32,6 +32,8 @@ var (
 	// ErrCacheStopped is returned by a ClusterCache that was released, forgotten
 	// or replaced after its kubeconfig changed; call Watch again.
 	ErrCacheStopped = errors.New("child cluster cache stopped")
+	// ErrNodesNotWatched is returned by ListNodes when no owner asked for Nodes.
+	ErrNodesNotWatched = errors.New("nodes of child cluster are not watched")
 	// ErrPodsNotWatched is returned by ListPods when no owner asked for Pods.
 	ErrPodsNotWatched = errors.New("pods of child cluster are not watched")
 	// ErrGatewaysNotWatched is returned by Gateway when no owner asked for Gateways.

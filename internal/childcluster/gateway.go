@@ -57,18 +57,31 @@ func (c *ClusterCache) Gateway(ctx context.Context, key types.NamespacedName) (*
 }
 
 // ensureGateways starts the Gateway informer unless it runs, and waits
-// (bounded by ctx and SyncTimeout) until it synced or failed. A failure is
-// not returned: it stays recorded for Gateway to report, while the
-// informer keeps listing, so that a Gateway API installed later is seen.
-func (c *ClusterCache) ensureGateways(ctx context.Context) {
+// (bounded by ctx and SyncTimeout) until it synced or failed. A cluster
+// that cannot be reached is an error (the informer stops again); other
+// failures are not returned: they stay recorded for Gateway to report,
+// while the informer keeps listing, so that a Gateway API installed later
+// is seen.
+func (c *ClusterCache) ensureGateways(ctx context.Context) error {
 	inf, err := c.startInformer(&gatewayv1.Gateway{}, GatewayKind, &c.gateways)
 	if err != nil {
-		if !errors.Is(err, ErrCacheStopped) {
-			c.setErr(GatewayKind, err)
+		if errors.Is(err, ErrCacheStopped) {
+			return err
 		}
-		return
+		c.setErr(GatewayKind, err)
+		return nil
 	}
-	_ = c.waitSynced(ctx, inf, GatewayKind)
+	err = c.waitSynced(ctx, inf, GatewayKind)
+	if IsUnreachable(err) || apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) || ctx.Err() != nil {
+		c.stopInformer(&gatewayv1.Gateway{}, GatewayKind, &c.gateways, inf)
+		return err
+	}
+	if !c.live.Swap(true) && err != nil {
+		// The API server answered (the failure is recorded): from now on
+		// changes are announced, this one too.
+		c.m.notify(c.cluster, GatewayKind)
+	}
+	return nil
 }
 
 // stopGateways stops the Gateway informer.

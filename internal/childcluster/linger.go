@@ -6,8 +6,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// DefaultIdleTimeout is how long a cluster's cache, or its Pod or Gateway
-// informer, keeps running after its last owner released it (Options.IdleTimeout).
+// DefaultIdleTimeout is how long a cluster's cache, or its Node, Pod or
+// Gateway informer, keeps running after its last owner released it (Options.IdleTimeout).
 // It outlasts the pauses between the GPU admissions of a busy cluster and
 // the resync of its stopped workspaces, so that owners coming and going
 // share one list and one watch of each kind instead of starting and stopping
@@ -19,6 +19,7 @@ type part string
 
 const (
 	partCache    part = "cache"
+	partNodes    part = "nodes"
 	partPods     part = "pods"
 	partGateways part = "gateways"
 )
@@ -48,6 +49,9 @@ func (m *Manager) idleLocked(cd types.NamespacedName, e *clusterEntry, p part) b
 // (the cache itself always). m.mu must be held.
 func keepLocked(e *clusterEntry, want WatchOptions) {
 	cancelLinger(e, partCache)
+	if want.Nodes {
+		cancelLinger(e, partNodes)
+	}
 	if want.Pods {
 		cancelLinger(e, partPods)
 	}
@@ -92,6 +96,8 @@ func (m *Manager) expire(cd types.NamespacedName, p part, l *linger) {
 		c.stop()
 		e.cache = nil
 		cancelLingers(e)
+	case p == partNodes && !need.Nodes:
+		c.stopNodes(nil)
 	case p == partPods && !need.Pods:
 		c.stopPods(nil)
 	case p == partGateways && !need.Gateways:
@@ -125,6 +131,8 @@ func (c *ClusterCache) runs(p part) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch p {
+	case partNodes:
+		return c.nodes != nil
 	case partPods:
 		return c.pods != nil
 	case partGateways:

@@ -94,11 +94,12 @@ func TestOwnersComingAndGoingShareOneListAndWatch(t *testing.T) {
 	reqs := &informerRequests{}
 	const idle = 2 * time.Second
 	m := newManager(t, Options{IdleTimeout: idle, NewRESTConfig: reqs.parse})
+	gate := WatchOptions{Nodes: true, Pods: true} // the GPU gate's
 	cd := newCluster(t)
 	writeKubeconfig(t, cd, kubeconfigs[0])
 	g.Expect(m.Running(cd)).To(BeNil(), "Running starts nothing")
 
-	first, err := m.Watch(ctx, cd, "workspace/ns/a", WatchOptions{Pods: true})
+	first, err := m.Watch(ctx, cd, "workspace/ns/a", gate)
 	g.Expect(err).NotTo(HaveOccurred())
 	opened := reqs.of(cd)
 	for _, resource := range []string{"nodes", "pods"} {
@@ -116,7 +117,7 @@ func TestOwnersComingAndGoingShareOneListAndWatch(t *testing.T) {
 
 	for i := range 5 {
 		owner := fmt.Sprintf("workspace/ns/w%d", i)
-		cc, err := m.Watch(ctx, cd, owner, WatchOptions{Pods: true})
+		cc, err := m.Watch(ctx, cd, owner, gate)
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(cc).To(BeIdenticalTo(first), "the cluster's cache is not restarted between owners")
 		_, err = cc.ListPods(ctx)
@@ -165,4 +166,35 @@ func TestIdlePodInformerStopsAfterIdleTimeout(t *testing.T) {
 	m.Forget(cd)
 	g.Expect(cc.Synced()).To(BeFalse(), "Forget stops at once")
 	g.Expect(m.Running(cd)).To(BeNil())
+}
+
+// TestEachKindIsWatchedOnlyWhenAsked: an owner asking for Pods (a stopped
+// workspace) or for Gateways (routes) opens no Node informer; the Node
+// informer starts for the first owner that asks for Nodes, in the same cache.
+func TestEachKindIsWatchedOnlyWhenAsked(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	reqs := &informerRequests{}
+	m := newManager(t, Options{NewRESTConfig: reqs.parse})
+	cd := newCluster(t)
+	writeKubeconfig(t, cd, kubeconfigs[0])
+
+	cc, err := m.Watch(ctx, cd, "workspace/ns/stopped", WatchOptions{Pods: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = cc.ListPods(ctx)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = cc.ListNodes(ctx)
+	g.Expect(err).To(MatchError(ErrNodesNotWatched))
+	_, err = m.Watch(ctx, cd, "routes/ns/w", WatchOptions{Gateways: true})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(reqs.of(cd)).NotTo(HaveKey(ContainSubstring("nodes")), "no Node list or watch: %v", reqs.of(cd))
+	g.Expect(reqs.of(cd)).To(HaveKeyWithValue("WATCH pods", 1))
+
+	again, err := m.Watch(ctx, cd, "colony/ns/c")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(again).To(BeIdenticalTo(cc))
+	_, err = cc.ListNodes(ctx)
+	g.Expect(err).NotTo(HaveOccurred(), "an owner without options watches Nodes")
+	g.Expect(reqs.of(cd)).To(HaveKeyWithValue("WATCH nodes", 1))
+	g.Expect(reqs.of(cd)).To(HaveKeyWithValue("WATCH pods", 1))
 }

@@ -4,14 +4,21 @@
 // cluster, rebuilt when that Secret changes and bounded by timeouts, so that an
 // unreachable child gives an error (and a condition) instead of a hung worker.
 //
-// Caches are started on demand by Watch, shared by every owner (a Colony, a
-// workspace's GPU gate or its routes), trimmed to the fields GPU inventory,
-// the GPU gate and workspace routes read, and stopped when their last owner
-// releases them. They always hold the cluster's Nodes, its Pods and its
-// Gateways (gateway.networking.k8s.io/v1: the tenant Gateway and the
-// waypoints of regional and child clusters) when an owner asks. Changes in a child are
-// announced on Subscribe channels, so reconcilers react to watches instead of
-// polling, and make no API request at steady state.
+// Caches are started on demand by Watch, one per cluster shared by every
+// owner (a Colony, a workspace's GPU gate, a stopped workspace, its routes),
+// trimmed to the fields GPU inventory, the GPU gate and workspace routes
+// read. Each kind has its own informer, started when an owner asks for it —
+// the cluster's Nodes (GPU inventory, the GPU gate), its Pods (the GPU gate,
+// stopped workspaces) and its Gateways (gateway.networking.k8s.io/v1: the
+// tenant Gateway and the waypoints of regional and child clusters) — so a
+// cluster costs its API server at most one list and one watch of each kind,
+// however many owners share it. An informer no owner needs any more, and the
+// cache when its last owner releases it, keep running for
+// Options.IdleTimeout (DefaultIdleTimeout) before they stop, so that owners
+// coming and going (a GPU admission after another) do not start and stop
+// watches. Changes in a child are announced on Subscribe channels, so
+// reconcilers react to watches instead of polling, and make no API request
+// at steady state.
 package childcluster
 
 import (

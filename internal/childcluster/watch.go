@@ -9,10 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// WatchOptions say what an owner needs from a child cache.
+// WatchOptions say what an owner needs from a child cache: each informer
+// runs while some owner needs it (and IdleTimeout after). With none set,
+// Nodes is.
 type WatchOptions struct {
-	// Pods also starts the Pod informer (the GPU gate needs it; GPU
-	// inventory does not). It stops again when no owner needs it.
+	// Nodes starts the Node informer (GPU inventory and the GPU gate need
+	// it).
+	Nodes bool
+	// Pods starts the Pod informer (the GPU gate, and stopped workspaces
+	// kept stopped, need it).
 	Pods bool
 	// Gateways also starts the Gateway informer (workspace routes read the
 	// tenant Gateway and the waypoints); it stops when no owner needs it.
@@ -26,6 +31,7 @@ type WatchOptions struct {
 func union(opts ...WatchOptions) WatchOptions {
 	var out WatchOptions
 	for _, o := range opts {
+		out.Nodes = out.Nodes || o.Nodes
 		out.Pods = out.Pods || o.Pods
 		out.Gateways = out.Gateways || o.Gateways
 	}
@@ -40,9 +46,12 @@ func union(opts ...WatchOptions) WatchOptions {
 // new cache is bounded by ctx and Options.SyncTimeout; a child that cannot be
 // reached gives an error wrapping ErrUnreachable, and the owner is not
 // registered unless it already was. With several opts, an informer is
-// started if any asks for it.
+// started if any asks for it; with none, the Node informer is.
 func (m *Manager) Watch(ctx context.Context, cd types.NamespacedName, owner string, opts ...WatchOptions) (*ClusterCache, error) {
 	want := union(opts...)
+	if want == (WatchOptions{}) {
+		want.Nodes = true
+	}
 	// A cache stopped by a concurrent Release or Secret change is retried.
 	for range 3 {
 		c, err := m.watchOnce(ctx, cd, owner, want)
@@ -122,22 +131,22 @@ func (m *Manager) watchOnce(ctx context.Context, cd types.NamespacedName, owner 
 		undo()
 		return nil, clusterErr(cd, "waiting for the cache to sync", ctx.Err())
 	}
-	m.setUnreachable(cd, IsUnreachable(c.startErr))
 	if c.startErr != nil {
 		m.dropFailed(cd, c)
 		undo()
 		return nil, c.startErr
 	}
-	if want.Pods {
-		if err := c.ensurePods(ctx); err != nil {
-			undo()
-			return nil, err
+	if err := c.ensure(ctx, want); err != nil {
+		m.setUnreachable(cd, IsUnreachable(err))
+		if !c.live.Load() {
+			// Nothing of the new cache ever synced: start afresh next time.
+			m.dropFailed(cd, c)
 		}
+		undo()
+		return nil, err
 	}
-	if want.Gateways {
-		c.ensureGateways(ctx)
-	}
-	if existed && (prev.Pods && !want.Pods || prev.Gateways && !want.Gateways) {
+	m.setUnreachable(cd, false)
+	if existed && (prev.Nodes && !want.Nodes || prev.Pods && !want.Pods || prev.Gateways && !want.Gateways) {
 		m.mu.Lock()
 		stop := m.settleLocked(cd)
 		m.mu.Unlock()
@@ -211,8 +220,8 @@ func (m *Manager) Owners(cd types.NamespacedName) []string {
 }
 
 // settleLocked stops what no owner of cd needs: the cache when no owner is
-// left (returning it to be waited for outside the lock), the Pod and Gateway
-// informers when no owner needs them. They stop after IdleTimeout (see
+// left (returning it to be waited for outside the lock), the Node, Pod and
+// Gateway informers when no owner needs them. They stop after IdleTimeout (see
 // idleLocked), at once when it is negative. The entry is dropped when it
 // holds nothing. m.mu must be held.
 func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
@@ -229,6 +238,9 @@ func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
 	}
 	if e.cache != nil {
 		need := e.need()
+		if !need.Nodes && m.idleLocked(cd, e, partNodes) {
+			e.cache.stopNodes(nil)
+		}
 		if !need.Pods && m.idleLocked(cd, e, partPods) {
 			e.cache.stopPods(nil)
 		}
@@ -242,15 +254,36 @@ func (m *Manager) settleLocked(cd types.NamespacedName) *ClusterCache {
 	return stopped
 }
 
-// dropFailed forgets cache c of cd after its start failed, so that the next
-// Watch starts a new one.
+// dropFailed forgets and stops cache c of cd after its start failed, so
+// that the next Watch starts a new one.
 func (m *Manager) dropFailed(cd types.NamespacedName, c *ClusterCache) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if e := m.clusters[cd]; e != nil && e.cache == c {
 		e.cache = nil
 		cancelLingers(e)
 	}
+	m.mu.Unlock()
+	c.stop()
+	c.wait()
+}
+
+// ensure starts (unless they run) the informers want needs and waits for
+// them to sync.
+func (c *ClusterCache) ensure(ctx context.Context, want WatchOptions) error {
+	if want.Nodes {
+		if err := c.ensureNodes(ctx); err != nil {
+			return err
+		}
+	}
+	if want.Pods {
+		if err := c.ensurePods(ctx); err != nil {
+			return err
+		}
+	}
+	if want.Gateways {
+		return c.ensureGateways(ctx)
+	}
+	return nil
 }
 
 // Running returns the running cache of cd, or nil when none runs (or

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	infrav1 "github.com/apiaryhq/apiary/api/infra/v1"
+	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 )
@@ -67,7 +68,7 @@ func (r *Reconciler) reconcileGPUInventory(ctx context.Context, obj *infrav1.Col
 }
 
 func (r *Reconciler) scanCluster(ctx context.Context, key types.NamespacedName, owner string) ([]infrav1.GPUOffering, error) {
-	cc, err := r.Children.Watch(ctx, key, owner)
+	cc, err := r.Children.Watch(ctx, key, owner, childcluster.WatchOptions{Nodes: true})
 	if err != nil {
 		return nil, err
 	}

@@ -69,7 +69,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	case keep:
 		rec.ResourceName, rec.Placement = inForce.ResourceName, admission.TrimPlacement(inForce.Placement, req.Replicas)
 	default:
-		cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Pods: true})
+		cc, err := r.Children.Watch(ctx, w.cdKey, workspaceWatchOwner(obj), childcluster.WatchOptions{Nodes: true, Pods: true})
 		if err != nil {
 			conditions.MarkUnknown(obj, workspacesv1.GPUCapacityCondition, workspacesv1.ChildUnreachableReason, "%s", err)
 			feasibilityUnknown(obj, err)
