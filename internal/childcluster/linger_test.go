@@ -3,6 +3,7 @@ package childcluster
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
@@ -197,4 +198,65 @@ func TestEachKindIsWatchedOnlyWhenAsked(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "an owner without options watches Nodes")
 	g.Expect(reqs.of(cd)).To(HaveKeyWithValue("WATCH nodes", 1))
 	g.Expect(reqs.of(cd)).To(HaveKeyWithValue("WATCH pods", 1))
+}
+
+// TestInformersFollowTheirOwners (property): after any sequence of owners
+// watching with random options and releasing, the cache runs exactly the
+// informers its owners need when IdleTimeout is negative, and at least
+// those otherwise — then a cluster never sees a second watch of a kind.
+func TestInformersFollowTheirOwners(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	for _, idle := range []time.Duration{stopAtOnce, time.Hour} {
+		t.Run(fmt.Sprintf("idle %s", idle), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			rng := rand.New(rand.NewPCG(seed, uint64(idle)))
+			reqs := &informerRequests{}
+			m := newManager(t, Options{IdleTimeout: idle, NewRESTConfig: reqs.parse})
+			cd := newCluster(t)
+			writeKubeconfig(t, cd, kubeconfigs[0])
+			owners := map[string]WatchOptions{}
+			for step := range 40 {
+				owner := fmt.Sprintf("workspace/ns/w%d", rng.IntN(4))
+				if rng.IntN(3) == 0 {
+					m.Release(cd, owner)
+					delete(owners, owner)
+				} else {
+					opts := WatchOptions{Nodes: rng.IntN(2) == 0, Pods: rng.IntN(2) == 0}
+					_, err := m.Watch(ctx, cd, owner, opts)
+					g.Expect(err).NotTo(HaveOccurred())
+					if opts == (WatchOptions{}) {
+						opts.Nodes = true
+					}
+					owners[owner] = opts
+				}
+				var all []WatchOptions
+				for _, o := range owners {
+					all = append(all, o)
+				}
+				need := union(all...)
+				cc := m.Running(cd)
+				if len(owners) == 0 && idle < 0 {
+					g.Expect(cc).To(BeNil(), "step %d: no owner, no cache", step)
+					continue
+				}
+				if len(owners) == 0 && cc == nil {
+					continue
+				}
+				g.Expect(cc).NotTo(BeNil(), "step %d", step)
+				runs := WatchOptions{Nodes: cc.runs(partNodes), Pods: cc.runs(partPods)}
+				if idle < 0 {
+					g.Expect(runs).To(Equal(need), "step %d: owners %v", step, owners)
+				} else {
+					g.Expect(union(runs, need)).To(Equal(runs), "step %d: owners %v", step, owners)
+				}
+			}
+			if idle > 0 {
+				for k, n := range reqs.of(cd) {
+					g.Expect(n).To(BeNumerically("<=", 1), "%s: one per cluster at most", k)
+				}
+			}
+		})
+	}
 }
