@@ -87,51 +87,58 @@ type serverRun struct {
 	sets, running time.Duration
 	before        []serverSample
 	deltas        []serverDelta
+	// profiled is the management API server's CPU profile being taken
+	// (APIARY_SCALE_SERVER_PROFILE), nil when none is.
+	profiled <-chan error
+	profile  string
 }
 
-// startRun samples the servers; the rollout starts now.
-func startRun(b *testing.B, servers []*server) *serverRun {
+// startRun samples the servers; the rollout of the run name starts now.
+// With APIARY_SCALE_SERVER_PROFILE=<prefix> it also takes a CPU profile of
+// the management API server over the first APIARY_SCALE_SERVER_PROFILE_SECONDS
+// (20) of the rollout, saved as <prefix>.<name>.pprof.
+func startRun(b *testing.B, name string, servers []*server) *serverRun {
 	b.Helper()
 	r := &serverRun{servers: servers}
 	for _, s := range servers {
 		r.before = append(r.before, s.sample(b))
 	}
+	if prefix := os.Getenv("APIARY_SCALE_SERVER_PROFILE"); prefix != "" {
+		r.profile = prefix + "." + name + ".pprof"
+		r.profiled = servers[0].profile(envInt("APIARY_SCALE_SERVER_PROFILE_SECONDS", 20), r.profile)
+	}
 	r.start = time.Now()
 	return r
 }
 
-// waitRollout waits until every ServiceSet of ns exists, then until every
-// workspace of ns is Running.
-func (r *serverRun) waitRollout(b *testing.B, ns string, total int) {
+// waitRollout waits until every ServiceSet exists, then until every
+// workspace is Running, as the benchmark's watches (react) saw them.
+func (r *serverRun) waitRollout(b *testing.B, react *managertest.Reactions, total int) {
 	b.Helper()
-	ctx, c := context.Background(), clusters.Management.Client
 	world.WaitFor(b, 60*time.Minute, "every ServiceSet exists", func() bool {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(k0rdentv1beta1.GroupVersion.WithKind("ServiceSetList"))
-		return c.List(ctx, list, client.InNamespace(ns)) == nil && len(list.Items) >= total
+		sets, _ := react.Counts()
+		return sets >= total
 	})
 	r.sets = time.Since(r.start) // from the first create
 	world.WaitFor(b, 120*time.Minute, "every workspace Running", func() bool {
-		list := &workspacesv1.WorkspaceDeploymentList{}
-		if c.List(ctx, list, client.InNamespace(ns)) != nil {
-			return false
-		}
-		n := 0
-		for _, w := range list.Items {
-			if w.Status.Phase == workspacesv1.PhaseRunning {
-				n++
-			}
-		}
-		return n == total
+		_, running := react.Counts()
+		return running >= total
 	})
 	r.running = time.Since(r.start)
 }
 
 // end samples the servers again and logs what each served per workspace.
-// The benchmark's own polling (a list of ServiceSets or workspaces every
-// 200 ms or so) is in the figures, the same for every run.
+// The benchmark's own two watches (workspaces and ServiceSets of the run's
+// namespace) are in the figures, the same for every run.
 func (r *serverRun) end(b *testing.B, name string, total int) {
 	b.Helper()
+	if r.profiled != nil {
+		if err := <-r.profiled; err != nil {
+			b.Logf("the API server's CPU profile: %v", err)
+		} else {
+			fmt.Printf("%s: the management API server's CPU profile: %s (go tool pprof -top %[2]s)\n", name, r.profile)
+		}
+	}
 	for i, s := range r.servers {
 		d := r.before[i].to(s.name, s.sample(b))
 		d.report(b, name, total)
@@ -206,9 +213,9 @@ func benchFloor(b *testing.B, servers []*server, total, nclusters int) *serverRu
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := startRun(b, servers)
+	run := startRun(b, "floor", servers)
 	createWorkspaces(b, ns, class, "f", total, nclusters)
-	run.waitRollout(b, ns, total)
+	run.waitRollout(b, react, total)
 	time.Sleep(3 * time.Second) // as Apiary's run settles
 	run.end(b, "floor", total)
 	stop()

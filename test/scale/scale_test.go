@@ -99,10 +99,10 @@ func benchApiary(b *testing.B, servers []*server, total, nclusters int, base *se
 	if err != nil {
 		b.Fatal(err)
 	}
-	run := startRun(b, servers)
+	run := startRun(b, "apiary", servers)
 	cpuBefore := ms.cpuSeconds()
 	createWorkspaces(b, ns, class, "w", total, nclusters)
-	run.waitRollout(b, ns, total)
+	run.waitRollout(b, react, total)
 	ms.settle(b, 3*time.Second, 5*time.Minute, rate)
 	stopWatching()
 	run.end(b, "apiary", total)
