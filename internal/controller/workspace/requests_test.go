@@ -71,7 +71,7 @@ func TestWorkspaceFirstDeliveryIsOneStatusWrite(t *testing.T) {
 	time.Sleep(time.Second) // let the cluster's own reconciles pass
 
 	mark := controllertest.Requests.Mark()
-	w := controllertest.NewWorkspace(ns, "w", "onewrite-"+ns, "c1")
+	w := controllertest.NewWorkspace(ns, ns+"-w", "onewrite-"+ns, "c1") // its child namespace is ws-<name>
 	g.Expect(controllertest.Env.Client.Create(ctx, w)).To(Succeed())
 	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(w))
 	time.Sleep(2 * time.Second) // anything still in flight is counted too
@@ -79,5 +79,17 @@ func TestWorkspaceFirstDeliveryIsOneStatusWrite(t *testing.T) {
 	writes := controllertest.Requests.Since(mark, func(r controllertest.APIRequest) bool {
 		return r.Side == "management" && r.Namespace == ns && r.Resource == "workspacedeployments/status"
 	})
-	g.Expect(writes).To(HaveLen(1), "status writes: %v", controllertest.Tally(writes))
+	// The stand-in stamps its states to the second: a release it reported
+	// Deployed within 2 s of the ServiceSet's creation was deployed within
+	// the grace. On a machine too busy for that, Deploying is written first.
+	ss := controllertest.ServiceSetOf(g, controllertest.GetWorkspace(g, client.ObjectKeyFromObject(w)))
+	g.Expect(ss.Status.Services).To(HaveLen(1))
+	deployed := ss.Status.Services[0].LastStateTransitionTime
+	g.Expect(deployed).NotTo(BeNil())
+	if deployed.Sub(ss.CreationTimestamp.Time) <= 2*time.Second {
+		g.Expect(writes).To(HaveLen(1), "status writes: %v", controllertest.Tally(writes))
+	} else {
+		t.Logf("the release took %s to deploy", deployed.Sub(ss.CreationTimestamp.Time))
+		g.Expect(len(writes)).To(BeNumerically("<=", 2), "status writes: %v", controllertest.Tally(writes))
+	}
 }
