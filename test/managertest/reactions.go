@@ -23,6 +23,7 @@ type Reactions struct {
 	mu       sync.Mutex
 	deployed map[string]time.Time // workspace name → first seen Deployed
 	running  map[string]time.Time
+	sets     map[string]struct{} // ServiceSet names seen
 }
 
 // WatchReactions watches the ServiceSets and workspaces of ns on the
@@ -32,9 +33,12 @@ func WatchReactions(ctx context.Context, cfg *rest.Config, ns string) (*Reaction
 	if err != nil {
 		return nil, err
 	}
-	r := &Reactions{deployed: map[string]time.Time{}, running: map[string]time.Time{}}
+	r := &Reactions{deployed: map[string]time.Time{}, running: map[string]time.Time{}, sets: map[string]struct{}{}}
 	go r.follow(ctx, wc, &k0rdentv1beta1.ServiceSetList{}, ns, func(o client.Object) {
 		ss := o.(*k0rdentv1beta1.ServiceSet)
+		r.mu.Lock()
+		r.sets[ss.Name] = struct{}{}
+		r.mu.Unlock()
 		for _, s := range ss.Status.Services {
 			if s.State == k0rdentv1beta1.ServiceStateDeployed {
 				r.first(r.deployed, ss.Labels[plan.WorkspaceLabel])
@@ -75,6 +79,16 @@ func (r *Reactions) follow(ctx context.Context, wc client.WithWatch, list client
 			}
 		}
 	}
+}
+
+// Counts returns how many ServiceSets the watches saw and how many
+// workspaces they saw Running: a benchmark waits on them instead of
+// listing every object again and again, which would load the API server it
+// measures.
+func (r *Reactions) Counts() (serviceSets, running int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.sets), len(r.running)
 }
 
 // Figures returns the median and the largest reaction, over the

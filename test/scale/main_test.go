@@ -36,7 +36,11 @@ func TestMain(m *testing.M) {
 		fmt.Printf("scale: running the manager %s (APIARY_SCALE_BINARY)\n", binary)
 		_ = os.Setenv(world.BinaryEnv, binary)
 	}
-	world.Main(m, world.World{Name: "scale", Binary: world.Release, Management: true, Child: true, StandIn: standin.InWorld(),
+	world.Main(m, world.World{Name: "scale", Binary: world.Release, Management: true, Child: true, StandIn: standin.InWorld(func(s *standin.StandIn) {
+		// k0rdent's controllers work concurrently; a stand-in reconciling
+		// one ServiceSet at a time would bound Apiary and the floor alike.
+		s.Workers = envInt("APIARY_SCALE_STANDIN_WORKERS", 8)
+	}),
 		Bare: func() bool {
 			f := flag.Lookup("test.bench")
 			return f == nil || f.Value.String() == "" // nothing to set up: no benchmark asked for

@@ -21,7 +21,7 @@ func Run(ctx context.Context, cfg *rest.Config, si *StandIn) (*ServiceSets, <-ch
 	if err != nil {
 		return nil, nil, fmt.Errorf("creating the stand-in's manager: %w", err)
 	}
-	sets := &ServiceSets{}
+	sets := &ServiceSets{Workers: si.Workers}
 	if err := sets.SetupWithManager(mgr); err != nil {
 		return nil, nil, fmt.Errorf("setting up the stand-in's ServiceSets: %w", err)
 	}

@@ -78,6 +78,9 @@ type ServiceSets struct {
 	// the zero value, KCM19, reports as kcm 1.8 to 1.10 do.
 	ReportAs KCMRelease
 
+	// Workers are the controller's concurrent reconciles; 0 means one.
+	Workers int
+
 	helm helmClients
 
 	mu      sync.Mutex
@@ -126,7 +129,7 @@ func (s *ServiceSets) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.ConfigMap{}, s.enqueue(func(ss *k0rdentv1beta1.ServiceSet, o client.Object) bool {
 			return usesValuesFrom(ss, "ConfigMap", o.GetName())
 		})).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)}).
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: max(s.Workers, 1)}).
 		Complete(s)
 	if err != nil {
 		return fmt.Errorf("setting up the ServiceSet stand-in: %w", err)

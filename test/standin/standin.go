@@ -85,6 +85,12 @@ type StandIn struct {
 	// They are still removed on deletion.
 	ServicesUnreported bool
 
+	// Workers are the concurrent reconciles of its ClusterDeployment and
+	// ServiceSet controllers; 0 means one, as the suites run it. A benchmark
+	// raises it so that the stand-in's own pace (three writes a ServiceSet,
+	// one at a time) does not bound what it measures.
+	Workers int
+
 	// provisioning and deleting record when each ClusterDeployment started
 	// provisioning and deleting, for AnnotationDelay.
 	provisioning, deleting startTimes
@@ -108,7 +114,7 @@ func (s *StandIn) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&k0rdentv1beta1.Credential{}, handler.EnqueueRequestsFromMapFunc(referencing(mgr.GetClient(),
 			func(cd *k0rdentv1beta1.ClusterDeployment) string { return cd.Spec.Credential })),
 			builder.WithPredicates(predicate.ResourceVersionChangedPredicate{})).
-		WithOptions(controller.Options{SkipNameValidation: ptr.To(true)})
+		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: max(s.Workers, 1)})
 	if s.Services != nil && !s.ServicesUnreported {
 		b = b.Watches(&k0rdentv1beta1.ServiceSet{}, handler.EnqueueRequestsFromMapFunc(
 			func(_ context.Context, o client.Object) []reconcile.Request {

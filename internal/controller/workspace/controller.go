@@ -146,6 +146,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if oldPhase != workspacesv1.PhaseRunning && obj.Status.Phase == workspacesv1.PhaseRunning {
 			result.RequeueAfter = sooner(result.RequeueAfter, r.markRunning(w))
 		}
+		if w.holdStatus && retErr == nil {
+			return // the first delivery's Deploying is written only if the release is not deployed soon (holdFirstWrite)
+		}
 		status.Summarize(obj, retErr)
 		patchErr := reconciler.PatchStatus(ctx, sp, obj, false)
 		if patchErr != nil {
@@ -165,6 +168,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 
 	// Deletion comes before suspension: a suspended workspace can be deleted.
 	w.obj = obj
+	w.firstDelivery = (oldPhase == "" || oldPhase == workspacesv1.PhasePending) && !everDelivered(obj)
 	if !obj.DeletionTimestamp.IsZero() {
 		return r.reconcileDelete(ctx, w)
 	}
@@ -272,6 +276,14 @@ type workspaceRun struct {
 	// requested is set when a reconcile was asked for (Flux's
 	// reconcile.fluxcd.io/requestedAt): a stopped workspace is checked in full.
 	requested bool
+	// firstDelivery is set when the stored workspace is Pending and was
+	// never delivered: its next status write may wait for the release
+	// (holdFirstWrite). delivered is what this reconcile's direct delivery
+	// recorded, nil in Git mode or when nothing was delivered.
+	firstDelivery bool
+	delivered     *commonv1.ResourceInventory
+	// holdStatus leaves the status unwritten at the end of the reconcile.
+	holdStatus bool
 }
 
 // stepResult ends the reconciliation when stop is set.

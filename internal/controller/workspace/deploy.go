@@ -116,6 +116,9 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		}
 		return stopWith(0), fmt.Errorf("delivering the workspace's objects: %w", err)
 	}
+	if g == nil && result != nil {
+		w.delivered = result.Inventory
+	}
 	conditions.MarkTrue(obj, commonv1.DeliveredCondition, commonv1.SucceededReason, "delivered %d objects (%s)", len(set.Objects), d.Mode)
 	w.serviceSetDigest = serviceSetDigest(obj, set.Objects, result)
 	if changed {

@@ -27,6 +27,9 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 		// workspace back. The message is the one of a ServiceSet that has
 		// not deployed the release yet, so that neither step writes status.
 		obj.Status.Phase, obj.Status.Message = workspacesv1.PhaseDeploying, deployingMessage(releaseName(obj), w.cdKey.Name)
+		if hold := holdFirstWrite(w, time.Now()); hold > 0 {
+			return stopWith(hold), nil
+		}
 		return stopWith(5 * time.Second), nil
 	}
 	name := releaseName(obj)
@@ -80,6 +83,9 @@ func (r *Reconciler) observeRelease(ctx context.Context, w *workspaceRun) (stepR
 	obj.Status.Message = deployingMessage(name, w.cdKey.Name)
 	if rel.State != "" && rel.State != k0rdentv1beta1.ServiceStateProvisioning && rel.State != k0rdentv1beta1.ServiceStatePending {
 		obj.Status.Message += " (" + rel.Seen + ")"
+	}
+	if hold := holdFirstWrite(w, ss.CreationTimestamp.Time); hold > 0 {
+		return stopWith(hold), nil
 	}
 	// The ServiceSet's events wake the workspace; the requeue is the
 	// deadline of its deploy timeout.

@@ -56,3 +56,40 @@ func TestWorkspaceHappyPathRequestBudget(t *testing.T) {
 	g.Expect(len(childReqs)).To(BeNumerically("<=", childRequestsPerWorkspace*n),
 		"child requests per workspace: %v", controllertest.Tally(childReqs))
 }
+
+// A release deployed soon after its ServiceSet was created takes a new
+// workspace from Pending to Running in one status write (holdFirstWrite);
+// a release still on its way at the grace's end is written Deploying
+// (TestWorkspaceDeployTimeout: PhaseWhenFailed is Deploying).
+func TestWorkspaceFirstDeliveryIsOneStatusWrite(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "onewrite")
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "instant", map[string]string{"standin.apiary.dev/instant": "true"})
+	controllertest.WorkspaceClass(t, "onewrite-"+ns, ns, "instant", nil)
+	time.Sleep(time.Second) // let the cluster's own reconciles pass
+
+	mark := controllertest.Requests.Mark()
+	w := controllertest.NewWorkspace(ns, ns+"-w", "onewrite-"+ns, "c1") // its child namespace is ws-<name>
+	g.Expect(controllertest.Env.Client.Create(ctx, w)).To(Succeed())
+	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(w))
+	time.Sleep(2 * time.Second) // anything still in flight is counted too
+
+	writes := controllertest.Requests.Since(mark, func(r controllertest.APIRequest) bool {
+		return r.Side == "management" && r.Namespace == ns && r.Resource == "workspacedeployments/status"
+	})
+	// The stand-in stamps its states to the second: a release it reported
+	// Deployed within 2 s of the ServiceSet's creation was deployed within
+	// the grace. On a machine too busy for that, Deploying is written first.
+	ss := controllertest.ServiceSetOf(g, controllertest.GetWorkspace(g, client.ObjectKeyFromObject(w)))
+	g.Expect(ss.Status.Services).To(HaveLen(1))
+	deployed := ss.Status.Services[0].LastStateTransitionTime
+	g.Expect(deployed).NotTo(BeNil())
+	if deployed.Sub(ss.CreationTimestamp.Time) <= 2*time.Second {
+		g.Expect(writes).To(HaveLen(1), "status writes: %v", controllertest.Tally(writes))
+	} else {
+		t.Logf("the release took %s to deploy", deployed.Sub(ss.CreationTimestamp.Time))
+		g.Expect(len(writes)).To(BeNumerically("<=", 2), "status writes: %v", controllertest.Tally(writes))
+	}
+}

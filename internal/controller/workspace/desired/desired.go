@@ -96,6 +96,12 @@ func (r *Renderer) Desired(ctx context.Context, w Input) (*Set, *Problem, error)
 			return nil, nil, err
 		}
 		r.rendered.put(key, e)
+	} else {
+		// A cached rendering says again what rendering it said of the
+		// workspace, so that a status not written since (the first
+		// delivery's held write) does not lose it; it is unchanged otherwise.
+		conditions.MarkTrue(obj, workspacesv1.ConfigResolvedCondition, workspacesv1.ConfigResolvedReason, "values resolved")
+		markInjected(obj, e.injected)
 	}
 	d, err := e.decode()
 	if err != nil {
