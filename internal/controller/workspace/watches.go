@@ -9,6 +9,8 @@ import (
 	"github.com/fluxcd/pkg/runtime/predicates"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -92,7 +94,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 					return quota.RoomGrew(e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota))
 				},
 			})).
-		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
+		// A quota that appears or selects otherwise counts or releases the
+		// workspaces it selects or selected; the workspaces of an earlier
+		// Apiary's charges move them onto their status.
+		Watches(&quotav1alpha1.TenantQuota{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.quotaMembers(ctx, e.Object.(*quotav1alpha1.TenantQuota), true))
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, n := e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota)
+				if !equality.Semantic.DeepEqual(o.Spec.NamespaceSelector, n.Spec.NamespaceSelector) {
+					add(q, r.quotaMembers(ctx, o, false))
+					add(q, r.quotaMembers(ctx, n, false))
+				}
+			},
+		}).
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceChanged),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
@@ -294,6 +311,52 @@ func (r *Reconciler) siblingGone(o client.Object) []reconcile.Request {
 	}
 	return r.wake(clusterTopic(waitCapacity, plan.ClusterKey(w)), wake.Topic{Kind: waitQuota}, wake.Topic{Kind: waitPorts},
 		wake.Topic{Kind: waitHosts})
+}
+
+// namespaceChanged maps a namespace's label change (which quotas select
+// it) to the workspaces waiting for a quota and to the namespace's
+// workspaces, which quotas may now count or release.
+func (r *Reconciler) namespaceChanged(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.quotaWaiters(ctx, o)
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return out
+	}
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// quotaMembers maps a quota to the workspaces, in this cache, of the
+// namespaces it selects, and, with listed, to those it lists in flight or
+// in an earlier Apiary's charges (a new manager's first look).
+func (r *Reconciler) quotaMembers(ctx context.Context, q *quotav1alpha1.TenantQuota, listed bool) []reconcile.Request {
+	var out []reconcile.Request
+	if listed {
+		for _, c := range q.Status.Charges {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
+	if err != nil {
+		return out
+	}
+	nsList := &metav1.PartialObjectMetadataList{}
+	nsList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.List(ctx, nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return out
+	}
+	for _, ns := range nsList.Items {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }
 
 // quotaWaiters maps a quota's change, or a namespace's label change (which
