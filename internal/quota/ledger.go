@@ -74,7 +74,13 @@ type Ledger struct {
 	// token the workspace recorded: the next write of the quota drops them.
 	settled  map[string]map[types.UID]string
 	flushing bool
+	// dies, in tests, kills the process before a quota write: the write
+	// and everything after it in the call are not done.
+	dies func() bool
 }
+
+// errDied is what a call returns when dies killed the process.
+var errDied = errors.New("the process died")
 
 // DefaultSettleAfter is how long settled changes wait to leave a quota.
 const DefaultSettleAfter = 500 * time.Millisecond
@@ -178,6 +184,9 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 	}
 	for _, s := range steps {
 		prev, moved, err := move(s.name, s.to, s.check)
+		if errors.Is(err, errDied) {
+			return records, nil, err
+		}
 		var refusal *Refusal
 		if errors.As(err, &refusal) {
 			if refusal.Full {
@@ -305,6 +314,9 @@ func (l *Ledger) update(ctx context.Context, name string, change func(*quotav1al
 			return nil
 		}
 		Refresh(q)
+		if l.dies != nil && l.dies() {
+			return errDied
+		}
 		err = l.Client.Status().Update(ctx, q)
 		switch {
 		case err == nil:

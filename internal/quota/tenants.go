@@ -81,4 +81,3 @@ func Held(c quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaCharge {
 
 // IsHeld reports whether a charge is a stopped workspace's (Held).
 func IsHeld(c quotav1alpha1.QuotaCharge) bool { return SameAmounts(c, Held(c)) }
-

@@ -68,15 +68,12 @@ func (t totals) clone() totals {
 	return t
 }
 
-// put adds (sign 1) or removes (sign -1) the amounts of one charge. A
-// total that saturated stays saturated: what it held is unknown, and
-// taking an amount out must never under-count.
+// put adds (sign 1) or removes (sign -1) the amounts of one charge.
 func (t *totals) put(a amounts, sign int) {
 	add := func(s *resources.Sum, n int64) {
-		switch {
-		case sign > 0:
+		if sign > 0 {
 			s.Add(n)
-		case !s.Saturated():
+		} else {
 			s.Sub(n)
 		}
 	}
@@ -101,7 +98,8 @@ func (t totals) usage(hard quotav1alpha1.QuotaLimits) quotav1alpha1.QuotaUsage {
 }
 
 // usedTotals reads the totals a quota's status keeps (EnsureTotals),
-// against the GPU limits of status.hard.
+// against the GPU limits of status.hard. A total written saturated stays
+// saturated (resources.Stored).
 func usedTotals(q *quotav1alpha1.TenantQuota) totals {
 	hard, used := q.Status.Hard, q.Status.Used
 	t := totals{workspaces: used.Workspaces, gpus: make([]resources.Sum, len(hard.GPUs)),
@@ -109,18 +107,18 @@ func usedTotals(q *quotav1alpha1.TenantQuota) totals {
 	for i, l := range hard.GPUs {
 		for _, g := range used.GPUs {
 			if g.Name == l.Name {
-				t.gpus[i].Add(g.Count)
+				t.gpus[i] = resources.Stored(g.Count)
 			}
 		}
 	}
 	if used.CPU != nil {
-		t.cpu.Add(resources.Milli.SatCeil(*used.CPU))
+		t.cpu = resources.Stored(resources.Milli.SatCeil(*used.CPU))
 		if !used.CPU.IsZero() {
 			t.cpuFormat = used.CPU.Format
 		}
 	}
 	if used.Memory != nil {
-		t.memory.Add(resources.Whole.SatCeil(*used.Memory))
+		t.memory = resources.Stored(resources.Whole.SatCeil(*used.Memory))
 		if !used.Memory.IsZero() {
 			t.memoryFormat = used.Memory.Format
 		}
