@@ -88,7 +88,7 @@ const tenantNS = "tenant-a"
 
 // newWorkspace creates a workspace in tenantNS (the Ledger reads its
 // records live) and returns it.
-func newWorkspace(t *testing.T, name string) *workspacesv1.WorkspaceDeployment {
+func newWorkspace(t testing.TB, name string) *workspacesv1.WorkspaceDeployment {
 	t.Helper()
 	ctx := context.Background()
 	_ = env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tenantNS}})
