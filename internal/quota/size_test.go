@@ -110,7 +110,7 @@ func TestAdmissionWriteIsIndependentOfTheTenantsSize(t *testing.T) {
 		for i := range written[n] {
 			g.Expect(written[n][i]-written[100][i]).To(BeNumerically("<=", 16), "write %d for %d workspaces vs 100", i, n)
 		}
-		g.Expect(objects[n]-objects[100]).To(BeNumerically("<=", 16))
+		g.Expect(objects[n] - objects[100]).To(BeNumerically("<=", 16))
 	}
 	g.Expect(objects[20000]).To(BeNumerically("<", 4096), "a quota of 20,000 workspaces is a few kilobytes")
 }
