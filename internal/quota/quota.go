@@ -217,14 +217,3 @@ func counted(gpus int64) int64 {
 	}
 	return gpus
 }
-
-// less reports whether quantity a counts less than b, as Usage counts them.
-func less(u resources.Unit, a, b *resource.Quantity) bool {
-	count := func(q *resource.Quantity) int64 {
-		if q == nil {
-			return 0
-		}
-		return u.SatCeil(*q)
-	}
-	return count(a) < count(b)
-}
