@@ -47,6 +47,7 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 	rec *workspacesv1.WorkspaceAdmission) (stepResult, error) {
 	obj := w.obj
 	if r.Ledger == nil {
+		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
 		return proceed, nil
 	}
 	req := quota.AdmissionRequest(w.obj, rec)
