@@ -10,8 +10,11 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/jitter"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -274,4 +277,50 @@ func olderThan(a, b *workspacesv1.WorkspaceDeployment) bool {
 		return qa.Before(qb)
 	}
 	return a.UID < b.UID
+}
+
+// namespaceChanged maps a namespace's label change (which quotas select
+// it) to the workspaces waiting for a quota and to the namespace's
+// workspaces, which quotas may now count or release.
+func (r *Reconciler) namespaceChanged(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.quotaWaiters(ctx, o)
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return out
+	}
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// quotaMembers maps a quota to the workspaces, in this cache, of the
+// namespaces it selects, and, with listed, to those it lists in flight or
+// in an earlier Apiary's charges (a new manager's first look).
+func (r *Reconciler) quotaMembers(ctx context.Context, q *quotav1alpha1.TenantQuota, listed bool) []reconcile.Request {
+	var out []reconcile.Request
+	if listed {
+		for _, c := range q.Status.Charges {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
+	if err != nil {
+		return out
+	}
+	nsList := &metav1.PartialObjectMetadataList{}
+	nsList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.List(ctx, nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return out
+	}
+	for _, ns := range nsList.Items {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }

@@ -10,7 +10,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -311,52 +310,6 @@ func (r *Reconciler) siblingGone(o client.Object) []reconcile.Request {
 	}
 	return r.wake(clusterTopic(waitCapacity, plan.ClusterKey(w)), wake.Topic{Kind: waitQuota}, wake.Topic{Kind: waitPorts},
 		wake.Topic{Kind: waitHosts})
-}
-
-// namespaceChanged maps a namespace's label change (which quotas select
-// it) to the workspaces waiting for a quota and to the namespace's
-// workspaces, which quotas may now count or release.
-func (r *Reconciler) namespaceChanged(ctx context.Context, o client.Object) []reconcile.Request {
-	out := r.quotaWaiters(ctx, o)
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
-		return out
-	}
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
-}
-
-// quotaMembers maps a quota to the workspaces, in this cache, of the
-// namespaces it selects, and, with listed, to those it lists in flight or
-// in an earlier Apiary's charges (a new manager's first look).
-func (r *Reconciler) quotaMembers(ctx context.Context, q *quotav1alpha1.TenantQuota, listed bool) []reconcile.Request {
-	var out []reconcile.Request
-	if listed {
-		for _, c := range q.Status.Charges {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
-		}
-	}
-	sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
-	if err != nil {
-		return out
-	}
-	nsList := &metav1.PartialObjectMetadataList{}
-	nsList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
-	if err := r.List(ctx, nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
-		return out
-	}
-	for _, ns := range nsList.Items {
-		list := &workspacesv1.WorkspaceDeploymentList{}
-		if err := r.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
-			continue
-		}
-		for i := range list.Items {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
 }
 
 // quotaWaiters maps a quota's change, or a namespace's label change (which
