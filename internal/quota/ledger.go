@@ -105,7 +105,8 @@ type Want struct {
 // under new tokens that the records carry. ws is the workspace as
 // reconciled; its records are read live before any quota is written, as
 // the share a quota counts of it is its record when the quota lists no
-// change of it. A quota that no longer exists is skipped.
+// change of it; records (as reconciled) are returned unchanged when that
+// read fails. A quota that no longer exists is skipped.
 func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspacesv1.WorkspaceQuotaCharge,
 	wants []Want, holders []string) ([]workspacesv1.WorkspaceQuotaCharge, *Refusal, error) {
 	ref := RefOf(ws)
