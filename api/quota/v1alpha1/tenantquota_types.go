@@ -239,6 +239,12 @@ type TenantQuotaStatus struct {
 	// +optional
 	Charges []QuotaCharge `json:"charges,omitempty"`
 
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
+	// annotation value handled: a requested reconcile recounts used from
+	// every workspace's record.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
 	// Summary is a one-line account of used against hard, for kubectl.
 	// +optional
 	Summary string `json:"summary,omitempty"`

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/predicates"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -69,7 +71,8 @@ type Options struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("tenantquota").
-		For(&quotav1alpha1.TenantQuota{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&quotav1alpha1.TenantQuota{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&workspacesv1.WorkspaceDeployment{}, handler.EnqueueRequestsFromMapFunc(r.listingQuotas),
 			builder.WithPredicates(predicate.Funcs{
 				CreateFunc:  func(event.CreateEvent) bool { return false },
@@ -124,8 +127,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("writing the status of TenantQuota %s: %w", q.Name, err)
 	}
-	if quota.Recounting(q) || !q.Status.Totals {
-		if done, err := r.recount(ctx, q.Name); err != nil || !done {
+	requested, asked := meta.ReconcileAnnotationValue(q.GetAnnotations())
+	asked = asked && requested != q.Status.LastHandledReconcileAt
+	if quota.Recounting(q) || !q.Status.Totals || asked {
+		if done, err := r.recount(ctx, q.Name, requested, asked); err != nil || !done {
 			return ctrl.Result{RequeueAfter: time.Second}, err
 		}
 	}
@@ -203,17 +208,20 @@ func (r *Reconciler) settle(ctx context.Context, name string) (ctrl.Result, erro
 }
 
 // recount sets a quota's totals anew from every workspace, read live (a
-// shard's cache holds only its own), after its GPU limits changed. It
+// shard's cache holds only its own), after its GPU limits changed, or when
+// a reconcile was requested (asked; the annotation's value is recorded):
+// the repair of a share lost with a workspace removed without its
+// finalizer. It
 // writes with the resourceVersion of the quota it read before listing:
 // any change of what the quota counts meanwhile makes it conflict, and
 // it starts over (quota.Recount). It reports whether it wrote.
-func (r *Reconciler) recount(ctx context.Context, name string) (bool, error) {
+func (r *Reconciler) recount(ctx context.Context, name, requested string, asked bool) (bool, error) {
 	for range 4 {
 		q := &quotav1alpha1.TenantQuota{}
 		if err := r.APIReader.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
 			return false, client.IgnoreNotFound(err)
 		}
-		if q.Status.Totals && !quota.Recounting(q) {
+		if q.Status.Totals && !quota.Recounting(q) && (!asked || q.Status.LastHandledReconcileAt == requested) {
 			return true, nil
 		}
 		quota.EnsureTotals(q)
@@ -233,6 +241,9 @@ func (r *Reconciler) recount(ctx context.Context, name string) (bool, error) {
 		}
 		quota.Recount(q, members)
 		quota.Refresh(q)
+		if asked {
+			q.Status.LastHandledReconcileAt = requested
+		}
 		err := r.Client.Status().Update(ctx, q)
 		switch {
 		case err == nil:

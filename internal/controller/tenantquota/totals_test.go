@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/apis/meta"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
@@ -105,5 +106,43 @@ func TestAChangeOfAWorkspaceThatIsGoneLeavesTheTotals(t *testing.T) {
 		g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
 		g.Expect(got.Status.Inflight).To(BeEmpty())
 		g.Expect(got.Status.Used.Workspaces).To(BeZero())
+	}, controllertest.Timeout, 100*time.Millisecond).Should(Succeed())
+}
+
+// TestARequestedReconcileRecountsTheTotals: a share lost with a workspace
+// removed without its finalizer (no change in flight to tell) is repaired
+// by a requested reconcile (reconcile.fluxcd.io/requestedAt), which
+// recounts the totals from every workspace's record.
+func TestARequestedReconcileRecountsTheTotals(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	tenant := "leak-" + rand.String(5)
+	ns := controllertest.Env.NewNamespace(t, tenant)
+	q := quotaWith(t, g, tenant, quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](5)})
+	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "counted"},
+		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: "none", ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "none"}}}
+	g.Expect(controllertest.Env.Client.Create(ctx, w)).To(Succeed())
+	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), w) })
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+			return err
+		}
+		w.Status.QuotaCharges = []workspacesv1.WorkspaceQuotaCharge{{Quota: q.Name, QuotaUID: q.UID, Token: "t1"}}
+		return controllertest.Env.Client.Status().Update(ctx, w)
+	})).To(Succeed())
+	setStatus(g, q, func(q *quotav1alpha1.TenantQuota) { q.Status.Used.Workspaces = 3 }) // two shares leaked
+
+	g.Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(q), q); err != nil {
+			return err
+		}
+		q.Annotations = map[string]string{meta.ReconcileRequestAnnotation: "now"}
+		return controllertest.Env.Client.Update(ctx, q)
+	})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		got := &quotav1alpha1.TenantQuota{}
+		g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
+		g.Expect(got.Status.LastHandledReconcileAt).To(Equal("now"))
+		g.Expect(got.Status.Used.Workspaces).To(Equal(int64(1)), "recounted from the records")
 	}, controllertest.Timeout, 100*time.Millisecond).Should(Succeed())
 }
