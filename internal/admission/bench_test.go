@@ -71,6 +71,9 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
 		}
 		f.clusters = append(f.clusters, s)
 	}
+	for _, q := range f.quotas {
+		quota.EnsureTotals(q) // the charges, as totals
+	}
 	return f
 }
 
@@ -93,8 +96,8 @@ func BenchmarkAdmissionDecisions(b *testing.B) {
 		w := f.waiters[i%len(f.waiters)]
 		d := Decide(f.clusters[w.cluster], w.key, StrictFIFO)
 		q := f.quotas[w.quota]
-		if len(quota.Ahead(q, w.older, w.charge)) == 0 {
-			_ = quota.Check(q, w.charge)
+		if len(quota.Ahead(q, nil, w.older, w.charge)) == 0 {
+			_ = quota.Check(q, nil, w.charge)
 		}
 		if d.Outcome == Wait {
 			waits++

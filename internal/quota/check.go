@@ -17,33 +17,77 @@ type Excess struct {
 	Limit string
 	// Requested, Used and Hard are the charge's amount, what others use, and the limit.
 	Requested, Used, Hard string
+	// Recounting: the GPU limits changed and their usage is being
+	// recounted; nothing that grows is admitted meanwhile.
+	Recounting bool
 }
 
 func (e Excess) String() string {
+	if e.Recounting {
+		return "the GPU limits changed; their usage is being recounted"
+	}
 	return fmt.Sprintf("%s: %s requested, %s of %s used", e.Limit, e.Requested, e.Used, e.Hard)
 }
 
+// Recounting reports whether a quota's used does not count its spec's GPU
+// limits yet (they changed, or it was never counted): only the quota's
+// controller, recounting, makes them agree.
+func Recounting(q *quotav1alpha1.TenantQuota) bool {
+	return q.Status.Totals && !SameGPULimits(q.Spec.Hard.GPUs, q.Status.Hard.GPUs)
+}
+
+// SameGPULimits reports whether two lists of GPU limits count the same
+// GPUs under the same names, whatever their counts.
+func SameGPULimits(a, b []quotav1alpha1.GPULimit) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Name != b[i].Name || limitResource(a[i]) != limitResource(b[i]) || a[i].GPUModel != b[i].GPUModel ||
+			!sameLabels(a[i].NodeSelector, b[i].NodeSelector) {
+			return false
+		}
+	}
+	return true
+}
+
 // Check returns the limits of a quota that a charge does not fit beside
-// every other charge of its ledger. An earlier charge of the same workspace
-// is replaced, and only what grows is checked, as Kubernetes charges an
-// update by its delta: a charge that asks no more of a limit than before
-// fits it even when the others use more than it allows (after the quota was
-// lowered), so a workspace that shrinks never waits.
-func Check(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []Excess {
+// what the quota counts of every other workspace (its totals). prior is
+// what it counts of this workspace now (Counted), which the charge
+// replaces; only what grows is checked, as Kubernetes charges an update by
+// its delta: a charge that asks no more of a limit than before fits it
+// even when the others use more than it allows (after the quota was
+// lowered), so a workspace that shrinks never waits. While the quota's GPU
+// limits are recounted, a charge that grows waits.
+func Check(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []Excess {
+	t := newTally(q, priors(prior)...)
+	g := t.growth(c)
+	if Recounting(q) && len(g) > 0 {
+		return []Excess{{Limit: "gpus", Recounting: true}}
+	}
 	var out []Excess
-	for _, l := range exceeding(growth(q, c)) {
+	for _, l := range exceeding(g) {
 		out = append(out, l.Excess)
 	}
 	return out
 }
 
+func priors(c *quotav1alpha1.QuotaCharge) []quotav1alpha1.QuotaCharge {
+	if c == nil {
+		return nil
+	}
+	return []quotav1alpha1.QuotaCharge{*c}
+}
+
 // Ahead returns which older waiting charges, first come first served, a
-// charge waits behind in a quota. Each older charge that fits is given its
+// charge waits behind in a quota. counted are what the quota counts of
+// the workspaces of older and c now (their records), which their charges
+// replace. Each older charge that fits is given its
 // room first; one that does not fit holds back a younger charge that asks
 // more of a limit it exceeds; and a charge that no longer fits once the
 // older ones that fit are in waits behind those that need a limit it needs.
-func Ahead(q *quotav1alpha1.TenantQuota, older []quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []int {
-	planned := newTally(q)
+func Ahead(q *quotav1alpha1.TenantQuota, counted []quotav1alpha1.QuotaCharge, older []quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) []int {
+	planned := newTally(q, counted...)
 	needs := map[string]bool{}
 	for _, l := range planned.growth(c) {
 		needs[l.Limit] = true
@@ -94,13 +138,8 @@ type limitGrowth struct {
 	exceeds bool
 }
 
-// growth lists the limits of a quota that a charge asks more of.
-func growth(q *quotav1alpha1.TenantQuota, c quotav1alpha1.QuotaCharge) []limitGrowth {
-	return newTally(q).growth(c)
-}
-
-// tally is a quota's usage as charges are put in, without rereading the
-// ledger. Its totals are exact, so taking a charge out never under-counts.
+// tally is a quota's usage as charges are put in. Its totals are exact,
+// so taking a charge out never under-counts.
 type tally struct {
 	hard    quotav1alpha1.QuotaLimits
 	used    totals
@@ -108,10 +147,20 @@ type tally struct {
 	labels  []string // of the GPU limits
 }
 
-func newTally(q *quotav1alpha1.TenantQuota) *tally {
-	t := &tally{hard: q.Spec.Hard, used: totalsOf(q.Spec.Hard, q.Status.Charges),
-		charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(q.Status.Charges))}
-	for _, c := range q.Status.Charges {
+// newTally starts from a quota's totals, checked against its spec's
+// limits; counted are what the totals hold of the workspaces whose
+// charges will be put in. A quota an earlier Apiary wrote is read as
+// EnsureTotals converts it.
+func newTally(q *quotav1alpha1.TenantQuota, counted ...quotav1alpha1.QuotaCharge) *tally {
+	if !q.Status.Totals {
+		q = q.DeepCopy()
+		EnsureTotals(q)
+	}
+	t := &tally{hard: q.Spec.Hard, used: usedTotals(q), charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(counted))}
+	if !SameGPULimits(q.Spec.Hard.GPUs, q.Status.Hard.GPUs) {
+		t.hard.GPUs = q.Status.Hard.GPUs // recounting: the counted limits
+	}
+	for _, c := range counted {
 		t.charges[c.UID] = c
 	}
 	for _, l := range q.Spec.Hard.GPUs {

@@ -56,7 +56,7 @@ func FuzzCheck(f *testing.F) {
 		}
 		c := mk(99)
 		q := tenantQuota(hard, ledger...)
-		excess := Check(q, c)
+		excess := Check(q, Find(ledger, c.UID), c)
 		after := Usage(hard, Upsert(ledger, c))
 		mine := Usage(hard, []quotav1alpha1.QuotaCharge{c})
 		prev := Usage(hard, nil)

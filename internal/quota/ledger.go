@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
 // maxAttempts bounds the re-checks of one charge after write conflicts,
@@ -30,6 +32,8 @@ var ErrContended = errors.New("the quota kept changing under the charge")
 type Refusal struct {
 	Quota  string
 	Excess []Excess
+	// Full: the quota's in-flight list is full (an error, not a refusal).
+	Full bool
 }
 
 func (r *Refusal) Error() string {
@@ -43,107 +47,246 @@ func (r *Refusal) Error() string {
 	return msg
 }
 
-// Ledger writes charges to the status of TenantQuotas. Every write carries
-// the resourceVersion the charge was checked against, so a concurrent
-// writer (another worker, another replica, the quota's own controller)
-// makes it fail with a conflict; the quota is then read again, live, and
-// the charge checked anew. Reads come from the cache, or from the last
-// version this process wrote when the cache has not caught up with it.
+// Ledger writes the changes of what quotas count of a workspace. Every
+// quota write carries the resourceVersion the change was checked against,
+// so a concurrent writer (another worker, another replica or shard, the
+// quota's own controller) makes it fail with a conflict; the quota is then
+// read again, live, and the change checked anew. Reads come from the
+// cache, or from the last version this process wrote when the cache has
+// not caught up with it. Each write changes the quota's totals and one
+// entry of its bounded in-flight list, whatever the tenant's size.
 type Ledger struct {
 	// Client reads quotas from the cache and writes their status.
 	Client client.Client
-	// Reader reads quotas live after a conflict.
+	// Reader reads quotas live after a conflict, and workspaces live
+	// before their share changes.
 	Reader client.Reader
-	// Clock stamps charges; the wall clock when nil. It must be the
-	// workspace reconciler's, whose admissions the charges are.
+	// Clock stamps changes; the wall clock when nil.
 	Clock clock.PassiveClock
+	// SettleAfter is how long settled changes wait to leave their quota's
+	// in-flight list, so that one write takes many; DefaultSettleAfter
+	// when zero.
+	SettleAfter time.Duration
 
 	mu      sync.Mutex
 	written map[string]*quotav1alpha1.TenantQuota
+	// settled are the in-flight changes, by quota and workspace, whose
+	// token the workspace recorded: the next write of the quota drops them.
+	settled  map[string]map[types.UID]string
+	flushing bool
+	// dies, in tests, kills the process before a quota write: the write
+	// and everything after it in the call are not done.
+	dies func() bool
 }
 
-// Reserve charges a request to every named quota, in name order, or to
-// none: a refusal (or an error) removes what this call charged before it.
-// A quota that no longer exists is skipped. A charge already in a ledger is
-// left as it is.
-func (l *Ledger) Reserve(ctx context.Context, names []string, req Request) (*Refusal, error) {
-	names = slices.Sorted(slices.Values(names))
-	charge := req.Charge(metav1.NewTime(l.now()))
+// errDied is what a call returns when dies killed the process.
+var errDied = errors.New("the process died")
+
+// DefaultSettleAfter is how long settled changes wait to leave a quota.
+const DefaultSettleAfter = 500 * time.Millisecond
+
+// Want is what a workspace should hold of one quota.
+type Want struct {
+	// Quota is the quota's name.
+	Quota string
+	// Charge is what the quota should count of the workspace.
+	Charge quotav1alpha1.QuotaCharge
+	// Check refuses a charge that grows past a limit (an admission);
+	// without it, the charge is counted as it is (a workspace that runs
+	// already, a stopped one that holds its place).
+	Check bool
+}
+
+// Sync makes the quotas count a workspace as wanted, in name order, and
+// no longer count it in any other quota of names (those that hold a share
+// of it and no longer select it). It returns the workspace's records as
+// they must now be written on its status, whether or not it refused: a
+// refusal (or an error) puts back what this call counted before it,
+// under new tokens that the records carry. ws is the workspace as
+// reconciled; its records are read live before any quota is written, as
+// the share a quota counts of it is its record when the quota lists no
+// change of it; records (as reconciled) are returned unchanged when that
+// read fails. A quota that no longer exists is skipped.
+func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspacesv1.WorkspaceQuotaCharge,
+	wants []Want, holders []string) ([]workspacesv1.WorkspaceQuotaCharge, *Refusal, error) {
+	ref := RefOf(ws)
+	live := &workspacesv1.WorkspaceDeployment{}
+	if err := l.Reader.Get(ctx, client.ObjectKeyFromObject(ws), live); err != nil {
+		return records, nil, fmt.Errorf("reading the workspace's quota records: %w", err)
+	}
+	if live.UID != ref.UID {
+		return records, nil, fmt.Errorf("workspace %s/%s: %w", ref.Namespace, ref.Name, ErrContended)
+	}
+	records = live.Status.QuotaCharges
+	type step struct {
+		name  string
+		to    *quotav1alpha1.QuotaCharge
+		check bool
+	}
+	var steps []step
+	wanted := map[string]bool{}
+	for _, w := range wants {
+		c := w.Charge
+		steps = append(steps, step{name: w.Quota, to: &c, check: w.Check})
+		wanted[w.Quota] = true
+	}
+	for _, h := range holders {
+		if !wanted[h] {
+			steps = append(steps, step{name: h})
+			wanted[h] = true
+		}
+	}
+	slices.SortFunc(steps, func(a, b step) int { return strings.Compare(a.name, b.name) })
 	type undo struct {
 		name string
 		prev *quotav1alpha1.QuotaCharge
 	}
 	var done []undo
+	move := func(name string, to *quotav1alpha1.QuotaCharge, check bool) (*quotav1alpha1.QuotaCharge, bool, error) {
+		var prev *quotav1alpha1.QuotaCharge
+		var moved bool
+		var rec *workspacesv1.WorkspaceQuotaCharge
+		err := l.update(ctx, name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) {
+			prev, moved, rec = Counted(q, ref, records), false, nil
+			t := FindInflight(q, ref.UID)
+			legacy := Find(q.Status.Charges, ref.UID) != nil
+			if same(prev, to) && !legacy {
+				if t != nil {
+					r := RecordFor(q, *t)
+					rec = &r
+				}
+				return false, nil
+			}
+			if check && to != nil {
+				if excess := Check(q, prev, *to); len(excess) > 0 {
+					return false, &Refusal{Quota: name, Excess: excess}
+				}
+			}
+			if _, err := Move(q, ref, prev, to, metav1.NewTime(l.now())); err != nil {
+				return false, &Refusal{Quota: name, Full: true}
+			}
+			r := RecordFor(q, *FindInflight(q, ref.UID))
+			rec, moved = &r, true
+			return true, nil
+		})
+		if rec != nil && err == nil {
+			records = PutRecord(records, *rec)
+		}
+		return prev, moved, err
+	}
 	rollback := func() error {
 		var errs []error
-		for _, u := range done {
-			if err := l.update(ctx, u.name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) {
-				return restore(q, req.UID, u.prev), nil
-			}); err != nil {
+		for _, u := range slices.Backward(done) {
+			if _, _, err := move(u.name, u.prev, false); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		return errors.Join(errs...)
 	}
-	for _, name := range names {
-		var prev *quotav1alpha1.QuotaCharge
-		var charged bool
-		err := l.update(ctx, name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) {
-			prev, charged = nil, false
-			if old := Find(q.Status.Charges, req.UID); old != nil {
-				if SameAmounts(*old, charge) {
-					return false, nil // charged before this call: not this call's to undo
-				}
-				prev = old.DeepCopy()
-			}
-			if excess := Check(q, charge); len(excess) > 0 {
-				return false, &Refusal{Quota: name, Excess: excess}
-			}
-			q.Status.Charges = Upsert(q.Status.Charges, charge)
-			charged = true
-			return true, nil
-		})
+	for _, s := range steps {
+		prev, moved, err := move(s.name, s.to, s.check)
+		if errors.Is(err, errDied) {
+			return records, nil, err
+		}
 		var refusal *Refusal
 		if errors.As(err, &refusal) {
-			return refusal, rollback()
+			if refusal.Full {
+				return records, nil, errors.Join(fmt.Errorf("TenantQuota %q: %w", s.name, ErrInflightFull), rollback())
+			}
+			return records, refusal, rollback()
 		}
 		if err != nil {
-			return nil, errors.Join(err, rollback())
+			return records, nil, errors.Join(err, rollback())
 		}
-		if charged {
-			done = append(done, undo{name: name, prev: prev})
-		}
-	}
-	return nil, nil
-}
-
-// restore puts back a workspace's earlier charge, or removes its charge.
-func restore(q *quotav1alpha1.TenantQuota, uid types.UID, prev *quotav1alpha1.QuotaCharge) bool {
-	if prev != nil {
-		q.Status.Charges = Upsert(q.Status.Charges, *prev)
-		return true
-	}
-	var found bool
-	q.Status.Charges, found = Remove(q.Status.Charges, uid)
-	return found
-}
-
-// Release removes a workspace's charge from the named quotas.
-func (l *Ledger) Release(ctx context.Context, names []string, uid types.UID) error {
-	var errs []error
-	for _, name := range slices.Sorted(slices.Values(names)) {
-		if err := l.update(ctx, name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) {
-			return restore(q, uid, nil), nil
-		}); err != nil {
-			errs = append(errs, err)
+		if moved {
+			done = append(done, undo{name: s.name, prev: prev})
 		}
 	}
-	return errors.Join(errs...)
+	return records, nil, nil
 }
 
-// Write applies a change to a quota's ledger and status with the same
-// optimistic concurrency as a charge; the quota's controller writes its
-// status through it.
+// same reports whether two shares are the same: both none, or the same amounts.
+func same(a, b *quotav1alpha1.QuotaCharge) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return SameAmounts(*a, *b)
+}
+
+// Settle notes that a workspace's records are written: the in-flight
+// changes they carry leave their quotas with the next write of each, or
+// after SettleAfter.
+func (l *Ledger) Settle(uid types.UID, records []workspacesv1.WorkspaceQuotaCharge) {
+	if len(records) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.settled == nil {
+		l.settled = map[string]map[types.UID]string{}
+	}
+	for _, r := range records {
+		if l.settled[r.Quota] == nil {
+			l.settled[r.Quota] = map[types.UID]string{}
+		}
+		l.settled[r.Quota][uid] = r.Token
+	}
+	if !l.flushing {
+		l.flushing = true
+		after := l.SettleAfter
+		if after == 0 {
+			after = DefaultSettleAfter
+		}
+		time.AfterFunc(after, l.flush)
+	}
+}
+
+// flush writes the quotas that have settled changes, dropping them.
+func (l *Ledger) flush() {
+	l.mu.Lock()
+	names := make([]string, 0, len(l.settled))
+	for name := range l.settled {
+		names = append(names, name)
+	}
+	l.flushing = false
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, name := range names {
+		_ = l.update(ctx, name, func(*quotav1alpha1.TenantQuota) (bool, *Refusal) { return false, nil })
+	}
+}
+
+// dropSettled drops from a quota the settled changes this process knows
+// of; it reports whether it dropped any.
+func (l *Ledger) dropSettled(q *quotav1alpha1.TenantQuota) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	dropped := false
+	for uid, token := range l.settled[q.Name] {
+		if Drop(q, uid, token) {
+			dropped = true
+		}
+	}
+	return dropped
+}
+
+// forgetSettled forgets the settled changes a written quota no longer lists.
+func (l *Ledger) forgetSettled(q *quotav1alpha1.TenantQuota) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for uid, token := range l.settled[q.Name] {
+		if t := FindInflight(q, uid); t == nil || t.Token != token {
+			delete(l.settled[q.Name], uid)
+		}
+	}
+	if len(l.settled[q.Name]) == 0 {
+		delete(l.settled, q.Name)
+	}
+}
+
+// Write applies a change to a quota's status with the same optimistic
+// concurrency as a charge; the quota's controller writes through it.
 func (l *Ledger) Write(ctx context.Context, name string, change func(*quotav1alpha1.TenantQuota) bool) error {
 	return l.update(ctx, name, func(q *quotav1alpha1.TenantQuota) (bool, *Refusal) { return change(q), nil })
 }
@@ -162,18 +305,24 @@ func (l *Ledger) update(ctx context.Context, name string, change func(*quotav1al
 		if err != nil {
 			return fmt.Errorf("reading TenantQuota %q: %w", name, err)
 		}
+		converted := EnsureTotals(q)
 		changed, refusal := change(q)
 		if refusal != nil {
 			return refusal
 		}
-		if !changed {
+		if dropped := l.dropSettled(q); !changed && !dropped && !converted {
+			l.forgetSettled(q)
 			return nil
 		}
 		Refresh(q)
+		if l.dies != nil && l.dies() {
+			return errDied
+		}
 		err = l.Client.Status().Update(ctx, q)
 		switch {
 		case err == nil:
 			l.remember(q)
+			l.forgetSettled(q)
 			return nil
 		case apierrors.IsConflict(err):
 			live = true

@@ -40,23 +40,23 @@ func TestAChargeThatWrappedBelowZeroNeverLowersUsage(t *testing.T) {
 	q := tenantQuota(hard, ordinary("first", "2"))
 
 	hostile := Request{Namespace: "a", Name: "hostile", UID: "hostile", CPU: wrapped()}.Charge(metav1.Now())
-	g.Expect(Check(q, hostile)).To(ConsistOf(HaveField("Limit", "cpu")), "the charge is refused")
+	g.Expect(Check(q, nil, hostile)).To(ConsistOf(HaveField("Limit", "cpu")), "the charge is refused")
 
 	// A ledger written before the fix holds the charge as it wrapped.
 	asWritten := quotav1alpha1.QuotaCharge{Namespace: "a", Name: "hostile", UID: "hostile", CPU: wrapped()}
 	q.Status.Charges = Upsert(q.Status.Charges, asWritten)
-	Refresh(q)
+	Refresh(q) // the first write converts the ledger to totals (EnsureTotals)
 	g.Expect(q.Status.Used.CPU.Sign()).To(Equal(1), "usage is never negative")
 	g.Expect(q.Status.Used.CPU.MilliValue()).To(Equal(int64(math.MaxInt64)), "it counts as the most it could be")
 	g.Expect(q.Status.Conditions[0].Status).To(Equal(metav1.ConditionFalse), "the quota is over its cpu limit")
-	g.Expect(Check(q, ordinary("next", "1"))).To(ConsistOf(HaveField("Limit", "cpu")), "the next workspace waits")
+	g.Expect(Check(q, nil, ordinary("next", "1"))).To(ConsistOf(HaveField("Limit", "cpu")), "the next workspace waits")
 
 	// The quota's controller charges the admission record it finds the same way.
 	rec := &workspacesv1.WorkspaceAdmission{CPU: wrapped()}
 	ws := &metav1.ObjectMeta{Namespace: "a", Name: "hostile", UID: "hostile"}
 	c := AdmissionRequest(ws, rec).Charge(metav1.Now())
 	g.Expect(c.CPU.MilliValue()).To(Equal(int64(math.MaxInt64)))
-	g.Expect(Check(tenantQuota(hard), c)).To(ConsistOf(HaveField("Limit", "cpu")))
+	g.Expect(Check(tenantQuota(hard), nil, c)).To(ConsistOf(HaveField("Limit", "cpu")))
 }
 
 // gpusPerReplica 2^62 × 4 replicas wraps to 0 in int64.
@@ -66,7 +66,7 @@ func TestAGPUProductPastInt64IsChargedInFull(t *testing.T) {
 	rec := &workspacesv1.WorkspaceAdmission{GPUsPerReplica: 1 << 62, Replicas: 4, ResourceName: nv}
 	c := AdmissionRequest(&metav1.ObjectMeta{Namespace: "a", Name: "w", UID: "w"}, rec).Charge(metav1.Now())
 	g.Expect(c.GPUs).To(Equal(int64(math.MaxInt64)))
-	g.Expect(Check(tenantQuota(hard), c)).To(ConsistOf(HaveField("Limit", `gpus "all"`)))
+	g.Expect(Check(tenantQuota(hard), nil, c)).To(ConsistOf(HaveField("Limit", `gpus "all"`)))
 
 	// Two charges that each fit int64 but not together saturate the sum.
 	big1 := charge("a", "x", math.MaxInt64-1, nil)
@@ -74,7 +74,7 @@ func TestAGPUProductPastInt64IsChargedInFull(t *testing.T) {
 	u := Usage(hard, []quotav1alpha1.QuotaCharge{big1, big2})
 	g.Expect(u.GPUs[0].Count).To(Equal(int64(math.MaxInt64)))
 	q := tenantQuota(quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: math.MaxInt64}}}, big1)
-	g.Expect(Check(q, big2)).To(ConsistOf(HaveField("Limit", `gpus "all"`)), "a sum that saturates is refused by any limit")
+	g.Expect(Check(q, nil, big2)).To(ConsistOf(HaveField("Limit", `gpus "all"`)), "a sum that saturates is refused by any limit")
 }
 
 // Extreme amounts a ledger may hold: valid ones, and corrupt ones (negative,

@@ -1,13 +1,17 @@
 // Package quota enforces TenantQuotas: which quotas select a namespace, what
-// a workspace charges against each limit, whether a charge fits, and the
-// ledger of charges on each quota's status that is the quota's record of
-// truth. Charges are written with the quota's resourceVersion (see Ledger),
-// the way Kubernetes' ResourceQuota admission reserves usage, so that
-// several Apiary replicas admitting for one tenant at the same moment
-// conflict and re-check instead of over-booking it.
+// a workspace charges against each limit, whether a charge fits, and how a
+// quota's totals and its workspaces' records of their charges change
+// together. A quota's status keeps totals (used) and a bounded list of
+// changes in flight; each workspace keeps its own share on its status. A
+// change is written to the quota first, with its resourceVersion (see
+// Ledger), the way Kubernetes' ResourceQuota admission reserves usage, so
+// that several Apiary replicas admitting for one tenant at the same moment
+// conflict and re-check instead of over-booking it; then to the workspace;
+// then it leaves the quota's list (docs/admission.md, "the ledger").
 //
-// Everything but Ledger is pure: Refresh and Edits.Apply edit the quota
-// they are given, and nothing else modifies its arguments.
+// Everything but Ledger and the recount is pure: Move, Drop, Forget,
+// EnsureTotals and Refresh edit the quota they are given, and nothing else
+// modifies its arguments.
 package quota
 
 import (
@@ -144,25 +148,20 @@ func sameQuantity(a, b *resource.Quantity) bool {
 }
 
 // Refresh recomputes what a quota's status derives from its spec and
-// ledger: the limits enforced, the total and per-namespace usage, the
-// summary and the WithinLimits condition. Every writer of the ledger calls it before writing.
+// totals: the limits enforced (their counts; GPU limits that changed
+// otherwise wait for the controller's recount), the summary and the
+// WithinLimits condition. Every writer calls it before writing.
 func Refresh(q *quotav1alpha1.TenantQuota) {
+	EnsureTotals(q)
 	hard := q.Spec.Hard
 	st := &q.Status
-	st.Hard = *hard.DeepCopy()
-	all := totalsOf(hard, st.Charges)
-	st.Used = all.usage(hard)
-	byNS := map[string][]quotav1alpha1.QuotaCharge{}
-	for _, c := range st.Charges {
-		byNS[c.Namespace] = append(byNS[c.Namespace], c)
+	if SameGPULimits(hard.GPUs, st.Hard.GPUs) {
+		st.Hard = *hard.DeepCopy()
 	}
-	st.Namespaces = nil
-	for ns, cs := range byNS {
-		st.Namespaces = append(st.Namespaces, quotav1alpha1.NamespaceUsage{Namespace: ns, Used: Usage(hard, cs)})
-	}
-	sort.Slice(st.Namespaces, func(i, j int) bool { return st.Namespaces[i].Namespace < st.Namespaces[j].Namespace })
-	over := all.over(hard)
-	st.Summary = summary(hard, st.Used)
+	all := usedTotals(q)
+	st.Used = all.usage(st.Hard)
+	over := all.over(st.Hard)
+	st.Summary = summary(st.Hard, st.Used)
 	if len(over) > 0 {
 		conditions.MarkFalse(q, quotav1alpha1.WithinLimitsCondition, quotav1alpha1.OverLimitReason,
 			"Used exceeds %s; new workspaces wait, running ones stay", strings.Join(over, ", "))
@@ -193,17 +192,17 @@ func summary(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) string 
 }
 
 // RoomGrew reports whether a quota may now admit what it refused before:
-// its spec changed, or a charge went or shrank.
+// its spec changed, its usage was recounted, or a total went down.
 func RoomGrew(old, cur *quotav1alpha1.TenantQuota) bool {
-	if old.Generation != cur.Generation {
+	if old.Generation != cur.Generation || !old.Status.Totals || !SameGPULimits(old.Status.Hard.GPUs, cur.Status.Hard.GPUs) {
 		return true
 	}
-	for _, c := range old.Status.Charges {
-		n := Find(cur.Status.Charges, c.UID)
-		if n == nil {
-			return true
-		}
-		if counted(n.GPUs) < counted(c.GPUs) || less(resources.Milli, n.CPU, c.CPU) || less(resources.Whole, n.Memory, c.Memory) {
+	o, n := usedTotals(old), usedTotals(cur)
+	if n.workspaces < o.workspaces || n.cpu.Int64() < o.cpu.Int64() || n.memory.Int64() < o.memory.Int64() {
+		return true
+	}
+	for i := range n.gpus {
+		if n.gpus[i].Int64() < o.gpus[i].Int64() {
 			return true
 		}
 	}
@@ -217,15 +216,4 @@ func counted(gpus int64) int64 {
 		return math.MaxInt64
 	}
 	return gpus
-}
-
-// less reports whether quantity a counts less than b, as Usage counts them.
-func less(u resources.Unit, a, b *resource.Quantity) bool {
-	count := func(q *resource.Quantity) int64 {
-		if q == nil {
-			return 0
-		}
-		return u.SatCeil(*q)
-	}
-	return count(a) < count(b)
 }

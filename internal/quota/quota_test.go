@@ -98,7 +98,7 @@ func TestCheck(t *testing.T) {
 				hard = *tc.hard
 			}
 			var got []string
-			for _, e := range Check(tenantQuota(hard, tc.ledger...), tc.c) {
+			for _, e := range Check(tenantQuota(hard, tc.ledger...), Find(tc.ledger, tc.c.UID), tc.c) {
 				got = append(got, e.String())
 			}
 			g.Expect(got).To(Equal(tc.exceeds))
@@ -152,17 +152,14 @@ func TestRefresh(t *testing.T) {
 	g.Expect(q.Status.Used.Workspaces).To(Equal(int64(3)))
 	g.Expect(q.Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "all", Count: 5}}))
 	g.Expect(q.Status.Used.Memory.String()).To(Equal("16Gi"))
-	g.Expect(q.Status.Namespaces).To(HaveLen(2))
-	g.Expect(q.Status.Namespaces[0].Namespace).To(Equal("ns-a"))
-	g.Expect(q.Status.Namespaces[0].Used.GPUs[0].Count).To(Equal(int64(2)))
-	g.Expect(q.Status.Namespaces[1].Used.Workspaces).To(Equal(int64(1)))
 	g.Expect(q.Status.Summary).To(Equal("gpus/all: 5/4, workspaces: 3/5, memory: 16Gi/64Gi"))
 	c := q.Status.Conditions[0]
 	g.Expect(c.Type).To(Equal(quotav1alpha1.WithinLimitsCondition))
 	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
 	g.Expect(c.Message).To(ContainSubstring(`gpus "all"`))
 
-	q.Status.Charges = q.Status.Charges[1:]
+	g.Expect(q.Status.Totals).To(BeTrue(), "the ledger became totals")
+	g.Expect(Forget(q, q.Status.Charges[0].UID)).To(BeTrue())
 	Refresh(q)
 	g.Expect(q.Status.Conditions[0].Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(q.Status.Summary).To(Equal("gpus/all: 2/4, workspaces: 2/5, memory: 0/64Gi"))
@@ -185,11 +182,11 @@ func TestAheadServesOlderChargesFirst(t *testing.T) {
 		GPUs: []quotav1alpha1.GPULimit{{Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 4}, {Name: "all", ResourceName: nv, Count: 16}}},
 		charge("a", "running", 3, h100))
 	big := charge("a", "big", 2, h100) // does not fit: h100 has 1 left
-	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{big}, charge("b", "small", 1, h100))).To(Equal([]int{0}), "needs h100 too")
-	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{big}, charge("b", "other", 1, nil))).To(BeEmpty(), "needs only \"all\"")
+	g.Expect(Ahead(q, nil, []quotav1alpha1.QuotaCharge{big}, charge("b", "small", 1, h100))).To(Equal([]int{0}), "needs h100 too")
+	g.Expect(Ahead(q, nil, []quotav1alpha1.QuotaCharge{big}, charge("b", "other", 1, nil))).To(BeEmpty(), "needs only \"all\"")
 
 	one := charge("a", "one", 1, h100) // fits, and takes the last h100
-	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one}, charge("b", "x", 1, h100))).To(Equal([]int{0}), "the room is the older one's")
-	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one}, charge("b", "y", 1, nil))).To(BeEmpty(), "room for both")
-	g.Expect(Ahead(q, []quotav1alpha1.QuotaCharge{one, big}, charge("b", "z", 1, map[string]string{"pool": "p"}))).To(BeEmpty())
+	g.Expect(Ahead(q, nil, []quotav1alpha1.QuotaCharge{one}, charge("b", "x", 1, h100))).To(Equal([]int{0}), "the room is the older one's")
+	g.Expect(Ahead(q, nil, []quotav1alpha1.QuotaCharge{one}, charge("b", "y", 1, nil))).To(BeEmpty(), "room for both")
+	g.Expect(Ahead(q, nil, []quotav1alpha1.QuotaCharge{one, big}, charge("b", "z", 1, map[string]string{"pool": "p"}))).To(BeEmpty())
 }

@@ -21,118 +21,58 @@ func AdmissionRequest(ws metav1.Object, a *workspacesv1.WorkspaceAdmission) Requ
 		GPUs: c.GPUs, ResourceName: a.ResourceName, Selector: a.Selector, CPU: c.CPU, Memory: c.Memory}
 }
 
-// Member is a workspace of a namespace a quota selects, as the quota's
-// controller sees it in the cache.
+// Member is a workspace as a recount reads it: its name and its records.
 type Member struct {
-	Namespace, Name string
-	UID             types.UID
-	// Admitted is the charge of its admission in force; nil when it has none.
-	Admitted *quotav1alpha1.QuotaCharge
-	// Deleting workspaces release their charges themselves.
-	Deleting bool
-	// Stopped is true for a workspace that stopped and gave its admission
-	// back (Admitted is nil): it holds a Held charge, its place in the
-	// workspaces count.
-	Stopped bool
+	Ref
+	Records []workspacesv1.WorkspaceQuotaCharge
 }
 
-// Edits are the corrections of a ledger: charges to remove (as they were
-// seen, so a charge rewritten meanwhile is left alone) and to put in place.
-type Edits struct {
-	Remove []quotav1alpha1.QuotaCharge
-	Put    []quotav1alpha1.QuotaCharge
-	// Unknown are charges of workspaces the cache does not hold: the
-	// caller removes those whose workspace is gone on the API server.
-	Unknown []quotav1alpha1.QuotaCharge
-	// RequeueAfter is when a charge now too young to correct will be old enough.
-	RequeueAfter time.Duration
-}
-
-// Reconcile compares a ledger with the workspaces a quota selects:
-//   - a charge of a namespace the quota no longer selects goes;
-//   - an admitted workspace without a charge gets its admission's charge,
-//     unchecked: it runs already (a quota created, or a namespace that
-//     joined the tenant, after its admission), and lowering or adding a
-//     quota evicts nothing;
-//   - a stopped workspace (its admission given back) holds a Held charge,
-//     its place in the workspaces count, put unchecked when missing;
-//   - a charge that no admission in force accounts for is corrected once
-//     older than staleAfter: a workspace writes its charge before its
-//     status, and the charge of a workspace that stopped between the two
-//     would otherwise stay forever.
-func Reconcile(ledger []quotav1alpha1.QuotaCharge, selected func(namespace string) bool, members []Member,
-	now time.Time, staleAfter time.Duration) Edits {
-	var e Edits
-	byUID := make(map[types.UID]*Member, len(members))
-	for i := range members {
-		byUID[members[i].UID] = &members[i]
-	}
-	charged := map[types.UID]bool{}
-	for _, c := range ledger {
-		charged[c.UID] = true
-		m := byUID[c.UID]
-		switch {
-		case !selected(c.Namespace):
-			e.Remove = append(e.Remove, c)
-		case m == nil:
-			e.Unknown = append(e.Unknown, c)
-		case m.Deleting:
-		case m.Admitted != nil && SameAmounts(c, *m.Admitted):
-		case m.Admitted == nil && m.Stopped && IsHeld(c):
-		default:
-			if age := now.Sub(c.ChargedAt.Time); age < staleAfter {
-				e.requeue(staleAfter - age)
-				continue
-			}
-			switch {
-			case m.Admitted != nil:
-				e.Put = append(e.Put, *m.Admitted)
-			case m.Stopped:
-				e.Put = append(e.Put, Held(c))
-			default:
-				e.Remove = append(e.Remove, c)
-			}
-		}
-	}
+// Recount sets a quota's totals to what it counts of every workspace
+// (Counted): its in-flight changes, an earlier Apiary's charges, and the
+// records of members, against the spec's limits, which status.hard then
+// holds. members must be every workspace that may hold a record of the
+// quota, read after the quota: a record written after the quota was read
+// belongs to a change that the quota, as read, lists in flight (a change
+// is written to the quota before the record), or to one written after
+// it, which makes the write of the recount conflict.
+func Recount(q *quotav1alpha1.TenantQuota, members []Member) {
+	q.Status.Totals = true
+	q.Status.Hard = *q.Spec.Hard.DeepCopy()
+	var counted []quotav1alpha1.QuotaCharge
+	seen := map[types.UID]bool{}
 	for _, m := range members {
-		if charged[m.UID] || m.Deleting || !selected(m.Namespace) {
-			continue
-		}
-		switch {
-		case m.Admitted != nil:
-			e.Put = append(e.Put, *m.Admitted)
-		case m.Stopped: // stopped before it was held (an older Apiary), or joined the tenant stopped
-			e.Put = append(e.Put, quotav1alpha1.QuotaCharge{Namespace: m.Namespace, Name: m.Name, UID: m.UID,
-				ChargedAt: metav1.NewTime(now)})
+		seen[m.UID] = true
+		if c := Counted(q, m.Ref, m.Records); c != nil {
+			counted = append(counted, *c)
 		}
 	}
-	return e
+	for _, t := range q.Status.Inflight {
+		if !seen[t.UID] && t.Op == quotav1alpha1.ChargeOp {
+			counted = append(counted, transitionCharge(t))
+		}
+	}
+	for _, c := range q.Status.Charges {
+		if !seen[c.UID] && FindInflight(q, c.UID) == nil {
+			counted = append(counted, c)
+		}
+	}
+	q.Status.Used = totalsOf(q.Status.Hard, counted).usage(q.Status.Hard)
 }
 
-func (e *Edits) requeue(d time.Duration) {
-	if e.RequeueAfter == 0 || d < e.RequeueAfter {
-		e.RequeueAfter = d
-	}
-}
-
-// Apply makes the edits on a ledger as it is now: a charge is removed only
-// while it is still the one seen, and put only where the workspace's charge
-// is still the one seen (or still missing), so a charge rewritten by the
-// workspace meanwhile stands. It reports whether anything changed.
-func (e Edits) Apply(q *quotav1alpha1.TenantQuota, seen []quotav1alpha1.QuotaCharge) bool {
-	changed := false
-	for _, c := range e.Remove {
-		if cur := Find(q.Status.Charges, c.UID); cur != nil && SameAmounts(*cur, c) && cur.ChargedAt.Equal(&c.ChargedAt) {
-			q.Status.Charges, _ = Remove(q.Status.Charges, c.UID)
-			changed = true
+// Unsettled lists the workspaces a quota lists a change of, or an earlier
+// Apiary's charge of, since before a time: the quota's controller looks
+// each up, live.
+func Unsettled(q *quotav1alpha1.TenantQuota, before time.Time) []Ref {
+	var out []Ref
+	for _, t := range q.Status.Inflight {
+		if t.At.Time.Before(before) {
+			out = append(out, Ref{Namespace: t.Namespace, Name: t.Name, UID: t.UID})
 		}
 	}
-	for _, c := range e.Put {
-		cur, was := Find(q.Status.Charges, c.UID), Find(seen, c.UID)
-		if (cur == nil && was == nil) || (cur != nil && was != nil && cur.ChargedAt.Equal(&was.ChargedAt) && SameAmounts(*cur, *was)) {
-			q.Status.Charges = Upsert(q.Status.Charges, c)
-			changed = true
+	for _, c := range q.Status.Charges {
+		if c.ChargedAt.Time.Before(before) && FindInflight(q, c.UID) == nil {
+			out = append(out, Ref{Namespace: c.Namespace, Name: c.Name, UID: c.UID})
 		}
 	}
-	return changed
+	return out
 }

@@ -8,108 +8,79 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
-func chargedAt(c quotav1alpha1.QuotaCharge, at time.Time) quotav1alpha1.QuotaCharge {
-	c.ChargedAt = metav1.NewTime(at)
-	return c
+// TestRecountCountsRecordsChangesInFlightAndOldCharges: a recount after
+// the GPU limits changed counts each workspace once: its change in flight
+// over its record, an earlier Apiary's charge, and a record of another
+// quota of the same name (deleted and created again) not at all.
+func TestRecountCountsRecordsChangesInFlightAndOldCharges(t *testing.T) {
+	g := NewWithT(t)
+	hard := quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: 100}}}
+	q := tenantQuota(hard, charge("t", "old", 3, h100))
+	q.UID = "q1"
+	EnsureTotals(q)
+	rec := func(c quotav1alpha1.QuotaCharge, uid string) []workspacesv1.WorkspaceQuotaCharge {
+		return []workspacesv1.WorkspaceQuotaCharge{{Quota: q.Name, QuotaUID: "q1", Token: "t0", GPUs: c.GPUs,
+			ResourceName: c.ResourceName, Selector: c.Selector}}
+	}
+	a, b, other := charge("t", "a", 2, h100), charge("t", "b", 1, nil), charge("t", "other", 5, nil)
+	_, err := Move(q, Ref{Namespace: "t", Name: "a", UID: a.UID}, nil, &a, metav1.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	bigger := b
+	bigger.GPUs = 4
+	_, err = Move(q, Ref{Namespace: "t", Name: "b", UID: b.UID}, &b, &bigger, metav1.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(q.Status.Used.GPUs[0].Count).To(Equal(int64(3 + 2 + 4 - 1)))
+
+	q.Spec.Hard.GPUs = append(q.Spec.Hard.GPUs, quotav1alpha1.GPULimit{Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 8})
+	g.Expect(Recounting(q)).To(BeTrue())
+	g.Expect(Check(q, nil, charge("t", "new", 1, nil))).To(ConsistOf(HaveField("Recounting", true)), "nothing grows while recounting")
+	g.Expect(Check(q, &a, a)).To(BeEmpty(), "what does not grow passes")
+	otherRecords := rec(other, "")
+	otherRecords[0].QuotaUID = "q0"
+	Recount(q, []Member{
+		{Ref: Ref{Namespace: "t", Name: "a", UID: a.UID}},
+		{Ref: Ref{Namespace: "t", Name: "b", UID: b.UID}, Records: rec(b, "")},
+		{Ref: Ref{Namespace: "t", Name: "other", UID: other.UID}, Records: otherRecords},
+	})
+	g.Expect(Recounting(q)).To(BeFalse())
+	g.Expect(q.Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "all", Count: 9}, {Name: "h100", Count: 5}}))
+	g.Expect(q.Status.Used.Workspaces).To(Equal(int64(3)))
 }
 
-func member(c quotav1alpha1.QuotaCharge, admitted bool) Member {
-	m := Member{Namespace: c.Namespace, Name: c.Name, UID: c.UID}
-	if admitted {
-		m.Admitted = &c
-	}
-	return m
-}
-
-func TestReconcileLedger(t *testing.T) {
-	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
-	old, young := now.Add(-time.Hour), now.Add(-10*time.Second)
-	selected := func(ns string) bool { return ns != "left" }
-	a := chargedAt(charge("t", "a", 2, nil), old)
-	grown := chargedAt(charge("t", "a", 4, nil), young)
-	cases := []struct {
-		name    string
-		ledger  []quotav1alpha1.QuotaCharge
-		members []Member
-		remove  []string
-		put     []int64 // GPUs of the charges put
-		unknown int
-		requeue time.Duration
-	}{
-		{name: "in step", ledger: []quotav1alpha1.QuotaCharge{a}, members: []Member{member(a, true)}},
-		{name: "a namespace that left the tenant", ledger: []quotav1alpha1.QuotaCharge{chargedAt(charge("left", "x", 1, nil), old)},
-			remove: []string{"x"}},
-		{name: "a workspace the cache does not hold", ledger: []quotav1alpha1.QuotaCharge{a}, unknown: 1},
-		{name: "an admitted workspace without charge", members: []Member{member(a, true)}, put: []int64{2}},
-		{name: "a workspace without admission is not charged", members: []Member{member(a, false)}},
-		{name: "a new charge whose status is not written yet is left alone", ledger: []quotav1alpha1.QuotaCharge{grown},
-			members: []Member{member(a, true)}, requeue: 2*time.Minute - 10*time.Second},
-		{name: "a stale charge takes the admission's", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
-			members: []Member{member(a, true)}, put: []int64{2}},
-		{name: "a stale charge without admission goes", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
-			members: []Member{member(a, false)}, remove: []string{"a"}},
-		{name: "a stopped workspace holds its place", ledger: []quotav1alpha1.QuotaCharge{Held(a)},
-			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}},
-		{name: "a stopped workspace without a charge gets its place", put: []int64{0},
-			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}},
-		{name: "a stopped workspace's stale charge keeps its place only", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
-			members: []Member{func() Member { m := member(a, false); m.Stopped = true; return m }()}, put: []int64{0}},
-		{name: "a deleting workspace releases its own", ledger: []quotav1alpha1.QuotaCharge{chargedAt(grown, old)},
-			members: []Member{func() Member { m := member(a, true); m.Deleting = true; return m }()}},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			g := NewWithT(t)
-			e := Reconcile(tc.ledger, selected, tc.members, now, 2*time.Minute)
-			var removed []string
-			for _, c := range e.Remove {
-				removed = append(removed, c.Name)
-			}
-			var put []int64
-			for _, c := range e.Put {
-				put = append(put, c.GPUs)
-			}
-			g.Expect(removed).To(Equal(tc.remove))
-			g.Expect(put).To(Equal(tc.put))
-			g.Expect(e.Unknown).To(HaveLen(tc.unknown))
-			g.Expect(e.RequeueAfter).To(Equal(tc.requeue))
-		})
-	}
-}
-
-func TestApplyLeavesChargesRewrittenMeanwhile(t *testing.T) {
+// TestUnsettled lists the changes in flight older than a time, and an
+// earlier Apiary's charges.
+func TestUnsettled(t *testing.T) {
 	g := NewWithT(t)
 	now := time.Now()
-	seenA := chargedAt(charge("t", "a", 2, nil), now.Add(-time.Hour))
-	seenB := chargedAt(charge("t", "b", 1, nil), now.Add(-time.Hour))
-	e := Edits{Remove: []quotav1alpha1.QuotaCharge{seenA}, Put: []quotav1alpha1.QuotaCharge{charge("t", "b", 3, nil), charge("t", "c", 1, nil)}}
-
-	// Meanwhile a re-charged itself and b was re-charged too.
-	q := tenantQuota(quotav1alpha1.QuotaLimits{}, chargedAt(charge("t", "a", 5, nil), now), chargedAt(charge("t", "b", 4, nil), now))
-	g.Expect(e.Apply(q, []quotav1alpha1.QuotaCharge{seenA, seenB})).To(BeTrue(), "c is still missing")
-	g.Expect(Find(q.Status.Charges, "uid-t-a").GPUs).To(Equal(int64(5)))
-	g.Expect(Find(q.Status.Charges, "uid-t-b").GPUs).To(Equal(int64(4)))
-	g.Expect(Find(q.Status.Charges, "uid-t-c")).NotTo(BeNil())
-
-	// Unchanged since: the edits apply.
-	q = tenantQuota(quotav1alpha1.QuotaLimits{}, seenA, seenB)
-	g.Expect(e.Apply(q, []quotav1alpha1.QuotaCharge{seenA, seenB})).To(BeTrue())
-	g.Expect(Find(q.Status.Charges, "uid-t-a")).To(BeNil())
-	g.Expect(Find(q.Status.Charges, "uid-t-b").GPUs).To(Equal(int64(3)))
+	q := tenantQuota(quotav1alpha1.QuotaLimits{}, charge("t", "old", 1, nil))
+	q.Status.Charges[0].ChargedAt = metav1.NewTime(now.Add(-time.Hour))
+	EnsureTotals(q)
+	c := charge("t", "young", 1, nil)
+	_, err := Move(q, Ref{Namespace: "t", Name: "young", UID: c.UID}, nil, &c, metav1.NewTime(now))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(Unsettled(q, now.Add(-time.Minute))).To(ConsistOf(HaveField("Name", "old")))
+	g.Expect(Unsettled(q, now.Add(time.Minute))).To(HaveLen(2))
 }
 
 func TestRoomGrew(t *testing.T) {
 	g := NewWithT(t)
-	before := tenantQuota(quotav1alpha1.QuotaLimits{}, charge("t", "a", 2, nil), charge("t", "b", 2, nil))
+	before := tenantQuota(quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: 10}}},
+		charge("t", "a", 2, nil), charge("t", "b", 2, nil))
+	EnsureTotals(before)
 	after := before.DeepCopy()
-	after.Status.Charges = append(after.Status.Charges, charge("t", "c", 1, nil))
+	c := charge("t", "c", 1, nil)
+	_, _ = Move(after, Ref{Namespace: "t", Name: "c", UID: c.UID}, nil, &c, metav1.Now())
 	g.Expect(RoomGrew(before, after)).To(BeFalse(), "a new charge takes room")
-	after.Status.Charges[0].GPUs = 1
+	after = before.DeepCopy()
+	a, smaller := before.Status.Charges[0], before.Status.Charges[0]
+	smaller.GPUs = 1
+	_, _ = Move(after, Ref{Namespace: "t", Name: "a", UID: a.UID}, &a, &smaller, metav1.Now())
 	g.Expect(RoomGrew(before, after)).To(BeTrue(), "a charge shrank")
 	after = before.DeepCopy()
-	after.Status.Charges = after.Status.Charges[1:]
+	g.Expect(Forget(after, a.UID)).To(BeTrue())
 	g.Expect(RoomGrew(before, after)).To(BeTrue(), "a charge went")
 	after = before.DeepCopy()
 	after.Generation++

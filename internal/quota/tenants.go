@@ -2,17 +2,16 @@ package quota
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 )
 
 // Of returns the TenantQuotas that select a namespace, read with c (the
@@ -55,23 +54,22 @@ func NamespaceLabels(ctx context.Context, c client.Reader, namespace string) (ma
 	return ns.Labels, nil
 }
 
-// ReleaseAll removes a deleted workspace's charges from every quota that
-// holds one, listed with the ledger's Client (the cache).
-func (l *Ledger) ReleaseAll(ctx context.Context, uid types.UID) error {
+// Holders lists, with c (the cache), the quotas that count something of a
+// workspace or list a change of it in flight: those its records name, and
+// any other that lists it.
+func Holders(ctx context.Context, c client.Reader, ref Ref, records []workspacesv1.WorkspaceQuotaCharge) ([]*quotav1alpha1.TenantQuota, error) {
 	list := &quotav1alpha1.TenantQuotaList{}
-	if err := l.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing TenantQuotas: %w", err)
+	if err := c.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing TenantQuotas: %w", err)
 	}
-	var names []string
+	var out []*quotav1alpha1.TenantQuota
 	for i := range list.Items {
-		if Find(list.Items[i].Status.Charges, uid) != nil {
-			names = append(names, list.Items[i].Name)
+		q := &list.Items[i]
+		if Counted(q, ref, records) != nil || FindInflight(q, ref.UID) != nil {
+			out = append(out, q)
 		}
 	}
-	if err := l.Release(ctx, names, uid); err != nil {
-		return fmt.Errorf("releasing the workspace's quota charges: %w", err)
-	}
-	return nil
+	return out, nil
 }
 
 // Held is what a stopped workspace holds of a quota, in place of its
@@ -83,35 +81,3 @@ func Held(c quotav1alpha1.QuotaCharge) quotav1alpha1.QuotaCharge {
 
 // IsHeld reports whether a charge is a stopped workspace's (Held).
 func IsHeld(c quotav1alpha1.QuotaCharge) bool { return SameAmounts(c, Held(c)) }
-
-// HoldAll replaces a stopping workspace's charges, in every quota that
-// holds one (listed with the ledger's Client, the cache), with Held: the
-// workspace keeps counting towards its tenant's workspaces limit while it
-// is stopped, and gives back its GPUs, CPU and memory. Each quota is
-// written with the ledger's optimistic concurrency.
-func (l *Ledger) HoldAll(ctx context.Context, uid types.UID) error {
-	list := &quotav1alpha1.TenantQuotaList{}
-	if err := l.Client.List(ctx, list); err != nil {
-		return fmt.Errorf("listing TenantQuotas: %w", err)
-	}
-	var errs []error
-	for i := range list.Items {
-		if Find(list.Items[i].Status.Charges, uid) == nil {
-			continue
-		}
-		if err := l.Write(ctx, list.Items[i].Name, func(q *quotav1alpha1.TenantQuota) bool {
-			cur := Find(q.Status.Charges, uid)
-			if cur == nil || IsHeld(*cur) {
-				return false
-			}
-			q.Status.Charges = Upsert(q.Status.Charges, Held(*cur))
-			return true
-		}); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("holding the stopped workspace's quota charges: %w", err)
-	}
-	return nil
-}

@@ -77,7 +77,7 @@ func (t *totals) put(a amounts, sign int) {
 			s.Sub(n)
 		}
 	}
-	t.workspaces += int64(sign)
+	t.workspaces = max(t.workspaces+int64(sign), 0)
 	for i := range t.gpus {
 		add(&t.gpus[i], a.gpus[i])
 	}
@@ -85,20 +85,59 @@ func (t *totals) put(a amounts, sign int) {
 	add(&t.memory, a.memory)
 }
 
-// usage is the totals as a quota's status shows them. CPU and memory are
-// set only when limited.
+// usage is the totals as a quota's status shows them, and keeps them:
+// the workspace count, each GPU limit of hard, CPU and memory.
 func (t totals) usage(hard quotav1alpha1.QuotaLimits) quotav1alpha1.QuotaUsage {
 	u := quotav1alpha1.QuotaUsage{Workspaces: t.workspaces}
 	for i, l := range hard.GPUs {
 		u.GPUs = append(u.GPUs, quotav1alpha1.GPUUsage{Name: l.Name, Count: t.gpus[i].Int64()})
 	}
-	if hard.CPU != nil {
-		u.CPU = resources.Milli.Quantity(t.cpu.Int64(), t.cpuFormat)
-	}
-	if hard.Memory != nil {
-		u.Memory = resources.Whole.Quantity(t.memory.Int64(), t.memoryFormat)
-	}
+	u.CPU = resources.Milli.Quantity(t.cpu.Int64(), t.cpuFormat)
+	u.Memory = resources.Whole.Quantity(t.memory.Int64(), t.memoryFormat)
 	return u
+}
+
+// usedTotals reads the totals a quota's status keeps (EnsureTotals),
+// against the GPU limits of status.hard. A total written saturated stays
+// saturated (resources.Stored).
+func usedTotals(q *quotav1alpha1.TenantQuota) totals {
+	hard, used := q.Status.Hard, q.Status.Used
+	t := totals{workspaces: used.Workspaces, gpus: make([]resources.Sum, len(hard.GPUs)),
+		cpuFormat: resource.DecimalSI, memoryFormat: resource.DecimalSI}
+	for i, l := range hard.GPUs {
+		for _, g := range used.GPUs {
+			if g.Name == l.Name {
+				t.gpus[i] = resources.Stored(g.Count)
+			}
+		}
+	}
+	if used.CPU != nil {
+		t.cpu = resources.Stored(resources.Milli.SatCeil(*used.CPU))
+		if !used.CPU.IsZero() {
+			t.cpuFormat = used.CPU.Format
+		}
+	}
+	if used.Memory != nil {
+		t.memory = resources.Stored(resources.Whole.SatCeil(*used.Memory))
+		if !used.Memory.IsZero() {
+			t.memoryFormat = used.Memory.Format
+		}
+	}
+	return t
+}
+
+// noteFormats takes the formats of a charge's CPU and memory for totals
+// that were zero, so that used reads as the charges are written.
+func (t *totals) noteFormats(c *quotav1alpha1.QuotaCharge) {
+	if c == nil {
+		return
+	}
+	if c.CPU != nil && !c.CPU.IsZero() && t.cpu.Int64() == resources.Milli.SatCeil(*c.CPU) {
+		t.cpuFormat = c.CPU.Format
+	}
+	if c.Memory != nil && !c.Memory.IsZero() && t.memory.Int64() == resources.Whole.SatCeil(*c.Memory) {
+		t.memoryFormat = c.Memory.Format
+	}
 }
 
 // over names the limits the totals exceed. A total that saturated exceeds

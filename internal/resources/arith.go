@@ -141,6 +141,17 @@ func (s Sum) Minus(o Sum) Sum {
 	return s
 }
 
+// Stored is a total read back from where it was written as Int64: one
+// written saturated (math.MaxInt64) held at least that much, unknown how
+// much more, and stays saturated whatever is taken out of it (2^32 amounts
+// of math.MaxInt64 would be needed), so that it never under-counts.
+func Stored(n int64) Sum {
+	if n == math.MaxInt64 || n < 0 {
+		return Sum{hi: 1 << 32}
+	}
+	return Sum{lo: uint64(n)}
+}
+
 // Int64 is the total, math.MaxInt64 when it is that much or more.
 func (s Sum) Int64() int64 {
 	if s.Saturated() {

@@ -14,6 +14,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/quota"
 )
 
 func tenantQuota(t *testing.T, name, tenantLabel string, hard quotav1alpha1.QuotaLimits) *quotav1alpha1.TenantQuota {
@@ -68,8 +69,9 @@ func TestQuotaAcrossTwoNamespacesOfATenant(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		q := getQuota(g, "team-twons")
 		g.Expect(q.Status.Summary).To(Equal("gpus/all: 2/2, workspaces: 1/5"))
-		g.Expect(q.Status.Namespaces).To(HaveLen(1))
-		g.Expect(q.Status.Namespaces[0].Namespace).To(Equal(ns1))
+		g.Expect(quota.Counted(q, quota.RefOf(get(g, first)), get(g, first).Status.QuotaCharges)).To(HaveField("GPUs", BeEquivalentTo(2)),
+			"the first workspace's share, on its own status")
+		g.Expect(quota.Counted(q, quota.RefOf(get(g, second)), get(g, second).Status.QuotaCharges)).To(BeNil())
 		g.Expect(isTrue(q.Status.Conditions, commonv1.ReadyCondition)).To(BeTrue())
 		g.Expect(isTrue(q.Status.Conditions, quotav1alpha1.WithinLimitsCondition)).To(BeTrue())
 	}, timeout, 200*time.Millisecond).Should(Succeed())
@@ -79,10 +81,11 @@ func TestQuotaAcrossTwoNamespacesOfATenant(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		q := getQuota(g, "team-twons")
 		g.Expect(q.Status.Summary).To(Equal("gpus/all: 1/2, workspaces: 1/5"))
-		g.Expect(q.Status.Namespaces).To(HaveLen(1))
-		g.Expect(q.Status.Namespaces[0].Namespace).To(Equal(ns2))
-		g.Expect(q.Status.Charges).To(HaveLen(1))
-		g.Expect(q.Status.Charges[0].Name).To(Equal("twons-second"))
+		rec := quota.RecordOf(get(g, second).Status.QuotaCharges, q)
+		g.Expect(rec).NotTo(BeNil(), "the second workspace records its charge")
+		g.Expect(rec.GPUs).To(BeEquivalentTo(1))
+		g.Expect(q.Status.Inflight).To(BeEmpty(), "every change settled")
+		g.Expect(q.Status.Used.Workspaces).To(BeEquivalentTo(1))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 }
 

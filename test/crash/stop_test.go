@@ -206,18 +206,31 @@ func (f *fleet) quota() *quotav1alpha1.TenantQuota {
 	return q
 }
 
-// charged are the names of the workspaces the quota charges resources: a
+// charged are the names of the workspaces the quota charges resources
+// (quota.Counted: its change in flight, else the workspace's record): a
 // stopped workspace's charge, which holds only its place in the workspaces
-// count (quota.Held), is not one.
+// count (quota.Held), is not one. The quota's totals are the sum of what
+// it counts of the fleet's workspaces, nothing lost or counted twice.
 func (f *fleet) charged(g Gomega, q *quotav1alpha1.TenantQuota) []string {
+	ctx := context.Background()
 	got := &quotav1alpha1.TenantQuota{}
-	g.Expect(f.c.Get(context.Background(), client.ObjectKeyFromObject(q), got)).To(Succeed())
+	g.Expect(f.c.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	g.Expect(f.c.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
 	var out []string
-	for _, c := range got.Status.Charges {
-		if !quota.IsHeld(c) {
-			out = append(out, c.Name)
+	var workspaces int64
+	for i := range list.Items {
+		w := &list.Items[i]
+		c := quota.Counted(got, quota.RefOf(w), w.Status.QuotaCharges)
+		if c == nil {
+			continue
+		}
+		workspaces++
+		if !quota.IsHeld(*c) {
+			out = append(out, w.Name)
 		}
 	}
+	g.Expect(got.Status.Used.Workspaces).To(Equal(workspaces), "the quota's total is what it counts of each workspace")
 	return out
 }
 

@@ -116,19 +116,10 @@ type GPUUsage struct {
 	Count int64 `json:"count"`
 }
 
-// NamespaceUsage is what the workspaces of one namespace use.
-type NamespaceUsage struct {
-	// Namespace is a selected namespace.
-	Namespace string `json:"namespace"`
-	// Used is what its admitted workspaces use.
-	Used QuotaUsage `json:"used"`
-}
-
-// QuotaCharge records what one admitted workspace holds of a quota. The
-// charges are the quota's record of truth: each is written, with the
-// quota's resourceVersion, before the workspace is admitted, and removed
-// when the workspace goes, so that replicas admitting at the same moment
-// conflict instead of over-booking.
+// QuotaCharge is what one workspace holds of a quota. Apiary before 0.x
+// (issue 33) listed one per admitted workspace in status.charges; it is
+// kept to read those lists, which the workspaces move onto their own
+// status, and as the charge checked against a quota in memory.
 type QuotaCharge struct {
 	// Namespace of the workspace.
 	Namespace string `json:"namespace"`
@@ -156,6 +147,55 @@ type QuotaCharge struct {
 	ChargedAt metav1.Time `json:"chargedAt"`
 }
 
+// Operations of an in-flight transition.
+const (
+	// ChargeOp: the quota counts the workspace with the transition's amounts.
+	ChargeOp = "Charge"
+	// ReleaseOp: the quota no longer counts the workspace.
+	ReleaseOp = "Release"
+)
+
+// MaxInflight bounds status.inflight; a change that finds it full waits.
+const MaxInflight = 128
+
+// QuotaTransition is a change of what the quota counts of one workspace
+// that the workspace has not recorded on its own status yet. While it is
+// listed, it is what the quota counts of the workspace, whatever the
+// workspace's record says; it goes once the workspace's record carries its
+// token.
+type QuotaTransition struct {
+	// Namespace of the workspace.
+	Namespace string `json:"namespace"`
+	// Name of the workspace.
+	Name string `json:"name"`
+	// UID of the workspace.
+	UID types.UID `json:"uid"`
+	// Token identifies the change; the workspace's record carries it once written.
+	// +kubebuilder:validation:MaxLength=64
+	Token string `json:"token"`
+	// Op is Charge or Release.
+	// +kubebuilder:validation:Enum=Charge;Release
+	Op string `json:"op"`
+	// GPUs is the workspace's GPU demand, replicas × perReplica.gpuCount.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GPUs int64 `json:"gpus,omitempty"`
+	// ResourceName is the extended resource of the GPUs.
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+	// Selector is the workspace's GPU node selector.
+	// +optional
+	Selector map[string]string `json:"selector,omitempty"`
+	// CPU of all replicas.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// Memory of all replicas.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+	// At is when the change was written.
+	At metav1.Time `json:"at"`
+}
+
 // TenantQuotaStatus is the observed state of a TenantQuota.
 type TenantQuotaStatus struct {
 	// ObservedGeneration is the last generation the controller acted on.
@@ -168,23 +208,42 @@ type TenantQuotaStatus struct {
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Hard are the limits enforced, as of observedGeneration.
+	// Hard are the limits enforced, as of observedGeneration; used.gpus
+	// counts its GPU limits.
 	// +optional
 	Hard QuotaLimits `json:"hard,omitempty"`
 
-	// Used is what the admitted workspaces of all selected namespaces use.
+	// Used is what the admitted workspaces of all selected namespaces use:
+	// totals, changed by each admission and release with the quota's
+	// resourceVersion. Workspaces, CPU and memory are always counted.
 	// +optional
 	Used QuotaUsage `json:"used,omitempty"`
 
-	// Namespaces lists each selected namespace with workspaces, and what they use.
-	// +listType=map
-	// +listMapKey=namespace
+	// Totals is true once used is kept as totals, with each workspace's
+	// share on its own status (status.quotaCharges); false on a quota last
+	// written by an earlier Apiary, whose used derives from charges.
 	// +optional
-	Namespaces []NamespaceUsage `json:"namespaces,omitempty"`
+	Totals bool `json:"totals,omitempty"`
 
-	// Charges lists every admitted workspace the quota counts.
+	// Inflight lists the changes of what the quota counts that the
+	// workspaces have not recorded yet (at most 128).
+	// +listType=map
+	// +listMapKey=uid
+	// +kubebuilder:validation:MaxItems=128
+	// +optional
+	Inflight []QuotaTransition `json:"inflight,omitempty"`
+
+	// Charges is the list of charges an earlier Apiary kept here, one per
+	// admitted workspace. Each workspace moves its own charge onto its
+	// status; no new entry is written.
 	// +optional
 	Charges []QuotaCharge `json:"charges,omitempty"`
+
+	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
+	// annotation value handled: a requested reconcile recounts used from
+	// every workspace's record.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 
 	// Summary is a one-line account of used against hard, for kubectl.
 	// +optional

@@ -4,6 +4,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 )
@@ -281,6 +282,46 @@ type WorkspaceAdmission struct {
 	AdmittedAt metav1.Time `json:"admittedAt"`
 }
 
+// WorkspaceQuotaCharge is a workspace's share of one TenantQuota's totals.
+// It is written after the quota's totals counted it, with the token of the
+// quota's in-flight entry for that change: a quota entry and a record with
+// the same token say the change is complete.
+type WorkspaceQuotaCharge struct {
+	// Quota is the TenantQuota's name.
+	// +required
+	// +kubebuilder:validation:MaxLength=253
+	Quota string `json:"quota"`
+	// QuotaUID is the TenantQuota's UID: a record of a quota deleted and
+	// created again under the same name counts nothing.
+	// +required
+	QuotaUID types.UID `json:"quotaUID"`
+	// Token is the token of the quota's in-flight entry for this change.
+	// +required
+	// +kubebuilder:validation:MaxLength=64
+	Token string `json:"token"`
+	// Released is true once the quota no longer counts the workspace.
+	// +optional
+	Released bool `json:"released,omitempty"`
+	// GPUs is the GPU demand of all replicas; 0 for a stopped workspace,
+	// which holds only its place in the workspaces count.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	GPUs int64 `json:"gpus,omitempty"`
+	// ResourceName is the extended resource of the GPUs.
+	// +kubebuilder:validation:MaxLength=253
+	// +optional
+	ResourceName string `json:"resourceName,omitempty"`
+	// Selector is the GPU node selector.
+	// +optional
+	Selector map[string]string `json:"selector,omitempty"`
+	// CPU of all replicas.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+	// Memory of all replicas.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
 // GPUPlacement reserves the GPUs of consecutive replicas on one node.
 type GPUPlacement struct {
 	// Node is the node's name on the child cluster.
@@ -375,6 +416,15 @@ type WorkspaceDeploymentStatus struct {
 	// Admission records the request that passed the gate (Apiary only).
 	// +optional
 	Admission *WorkspaceAdmission `json:"admission,omitempty"`
+
+	// QuotaCharges records what the workspace holds of each TenantQuota
+	// that counts it (Apiary only): the quota keeps totals, the workspace
+	// its own share (see docs/admission.md, "the ledger").
+	// +listType=map
+	// +listMapKey=quota
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	QuotaCharges []WorkspaceQuotaCharge `json:"quotaCharges,omitempty"`
 
 	// Access lists the workspace's resolved endpoints.
 	// +listType=map

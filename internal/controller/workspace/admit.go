@@ -51,6 +51,9 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	if inForce != nil && admission.SameGPUs(inForce, req) && admission.SameCPUAndMemory(inForce, rec) {
 		stampPreviousVendor(w)
 		r.keepAdmission(w, inForce, req)
+		if err := r.keepQuotas(ctx, w, quotas, false); err != nil {
+			return stopWith(0), err
+		}
 		return proceed, nil
 	}
 	keep := inForce != nil && admission.Keeps(inForce, req)

@@ -154,6 +154,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		if patchErr != nil {
 			retErr = kerrors.NewAggregate([]error{retErr, patchErr})
 		}
+		if patchErr == nil && w.quotaRecords && r.Ledger != nil {
+			r.Ledger.Settle(obj.UID, obj.Status.QuotaCharges)
+		}
 		if patchErr == nil && obj.ResourceVersion != readVersion && obj.DeletionTimestamp.IsZero() {
 			r.written.Remember(obj.DeepCopy())
 		}
@@ -263,6 +266,9 @@ type workspaceRun struct {
 	serviceSetDigest string
 	// persist writes the status now, ahead of the reconciliation's end.
 	persist func(context.Context) error
+	// quotaRecords: the workspace's quota records were changed; once the
+	// status is written, the changes they carry leave their quotas.
+	quotaRecords bool
 	// retry asks for another reconciliation after it, for work a step
 	// could not finish without holding the others up.
 	retry time.Duration

@@ -113,10 +113,8 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 	if !done {
 		return r.awaitRemoval(w), nil
 	}
-	if r.Ledger != nil {
-		if err := r.Ledger.ReleaseAll(ctx, obj.UID); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.releaseQuotas(ctx, w); err != nil {
+		return ctrl.Result{}, err
 	}
 	cdKey := plan.ClusterKey(obj)
 	r.forget(cdKey, obj)

@@ -10,8 +10,11 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	"github.com/fluxcd/pkg/runtime/jitter"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -38,14 +41,15 @@ func (r *Reconciler) quotasOf(ctx context.Context, namespace string) ([]*quotav1
 }
 
 // reserveQuotas charges an admission record to the quotas that select the
-// workspace's namespace. Under StrictFIFO a request waits while an older
-// workspace waits for room in one of them on a limit it also needs; a
-// refusal makes it wait with the quota's name and usage; a shrinking
-// request always fits. Nothing to charge, nothing is written.
+// workspace's namespace, and releases what other quotas count of it.
+// Under StrictFIFO a request waits while an older workspace waits for room
+// in one of them on a limit it also needs; a refusal makes it wait with
+// the quota's name and usage; a shrinking request always fits. Nothing to
+// charge, nothing is written.
 func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas []*quotav1alpha1.TenantQuota,
 	rec *workspacesv1.WorkspaceAdmission) (stepResult, error) {
 	obj := w.obj
-	if len(quotas) == 0 {
+	if r.Ledger == nil {
 		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
 		return proceed, nil
 	}
@@ -53,9 +57,11 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 	charge := req.Charge(metav1.NewTime(r.now()))
 	names := make([]string, 0, len(quotas))
 	var grows []*quotav1alpha1.TenantQuota
+	var wants []quota.Want
 	for _, q := range quotas {
 		names = append(names, q.Name)
-		if old := quota.Find(q.Status.Charges, obj.UID); old == nil || !quota.SameAmounts(*old, charge) {
+		wants = append(wants, quota.Want{Quota: q.Name, Charge: charge, Check: true})
+		if old := quota.Counted(q, quota.RefOf(obj), obj.Status.QuotaCharges); old == nil || !quota.SameAmounts(*old, charge) {
 			grows = append(grows, q)
 		}
 	}
@@ -69,19 +75,123 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
 		}
 	}
-	refusal, err := r.Ledger.Reserve(ctx, names, req)
+	refusal, err := r.syncQuotas(ctx, w, wants)
 	if refusal != nil {
 		return r.quotaWait(w, workspacesv1.QuotaExceededReason, "Waiting for room in "+refusal.Error()), nil
 	}
 	if err != nil {
-		if errors.Is(err, quota.ErrContended) {
+		if errors.Is(err, quota.ErrContended) || errors.Is(err, quota.ErrInflightFull) {
 			return stopWith(jitter.JitteredIntervalDuration(time.Second)), nil
 		}
 		return stopWith(0), fmt.Errorf("charging TenantQuotas: %w", err)
 	}
+	if len(quotas) == 0 {
+		conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
+		return proceed, nil
+	}
 	conditions.MarkTrue(obj, workspacesv1.QuotaReservedCondition, workspacesv1.QuotaReservedReason,
 		"Charged to TenantQuota %s", strings.Join(names, ", "))
 	return proceed, nil
+}
+
+// keepQuotas makes the quotas that select a workspace count the charge it
+// holds (unchecked: it runs already, admitted before a quota selected it),
+// or its place in the workspaces count when it is stopped (held), and the
+// others release it.
+func (r *Reconciler) keepQuotas(ctx context.Context, w *workspaceRun, quotas []*quotav1alpha1.TenantQuota, held bool) error {
+	if r.Ledger == nil {
+		return nil
+	}
+	obj := w.obj
+	var charge quotav1alpha1.QuotaCharge
+	switch a := obj.Status.Admission; {
+	case held || a == nil:
+		charge = quota.Held(quotav1alpha1.QuotaCharge{Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID})
+	default:
+		charge = quota.AdmissionRequest(obj, a).Charge(a.AdmittedAt)
+	}
+	var wants []quota.Want
+	for _, q := range quotas {
+		wants = append(wants, quota.Want{Quota: q.Name, Charge: charge})
+	}
+	if _, err := r.syncQuotas(ctx, w, wants); err != nil {
+		return fmt.Errorf("counting the workspace in its TenantQuotas: %w", err)
+	}
+	return nil
+}
+
+// releaseQuotas makes every quota release the workspace (it is deleted).
+func (r *Reconciler) releaseQuotas(ctx context.Context, w *workspaceRun) error {
+	if r.Ledger == nil {
+		return nil
+	}
+	if _, err := r.syncQuotas(ctx, w, nil); err != nil {
+		return fmt.Errorf("releasing the workspace's quota charges: %w", err)
+	}
+	return nil
+}
+
+// syncQuotas makes the wanted quotas count the workspace as wanted and
+// every other quota that counts it release it (quota.Ledger.Sync), and
+// takes the records to write on its status; the changes they carry leave
+// the quotas once the status is written (quota.Ledger.Settle). Nothing is
+// written when the cache says the quotas count the workspace as wanted
+// and its records say so.
+func (r *Reconciler) syncQuotas(ctx context.Context, w *workspaceRun, wants []quota.Want) (*quota.Refusal, error) {
+	obj := w.obj
+	ref := quota.RefOf(obj)
+	holders, err := quota.Holders(ctx, r.Client, ref, obj.Status.QuotaCharges)
+	if err != nil {
+		return nil, err
+	}
+	wanted := map[string]quota.Want{}
+	for _, want := range wants {
+		wanted[want.Quota] = want
+	}
+	var leave []string
+	needed := false
+	for _, q := range holders {
+		if _, ok := wanted[q.Name]; !ok {
+			leave = append(leave, q.Name)
+			needed = true
+		}
+	}
+	if !needed {
+		needed, err = r.quotasDiffer(ctx, w, wants)
+		if err != nil || !needed {
+			return nil, err
+		}
+	}
+	records, refusal, err := r.Ledger.Sync(ctx, obj, obj.Status.QuotaCharges, wants, leave)
+	obj.Status.QuotaCharges = records
+	w.quotaRecords = true
+	return refusal, err
+}
+
+// quotasDiffer reports whether a wanted quota, as cached, counts the
+// workspace otherwise than wanted, lists a change of it its records do not
+// carry, or still lists an earlier Apiary's charge of it. Changes its
+// records carry are settled (they leave with the quota's next write).
+func (r *Reconciler) quotasDiffer(ctx context.Context, w *workspaceRun, wants []quota.Want) (bool, error) {
+	obj := w.obj
+	ref := quota.RefOf(obj)
+	for _, want := range wants {
+		q := &quotav1alpha1.TenantQuota{}
+		if err := r.Get(ctx, client.ObjectKey{Name: want.Quota}, q); err != nil {
+			return false, client.IgnoreNotFound(err)
+		}
+		cur := quota.Counted(q, ref, obj.Status.QuotaCharges)
+		if cur == nil || !quota.SameAmounts(*cur, want.Charge) || quota.Find(q.Status.Charges, obj.UID) != nil {
+			return true, nil
+		}
+		if t := quota.FindInflight(q, obj.UID); t != nil {
+			if !quota.Settled(*t, obj.Status.QuotaCharges, q) {
+				return true, nil
+			}
+			r.Ledger.Settle(obj.UID, obj.Status.QuotaCharges)
+		}
+	}
+	return false, nil
 }
 
 // quotaWait puts a workspace in Waiting for a quota. It holds no GPUs for
@@ -118,6 +228,7 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 	for _, q := range quotas {
 		var selected []*workspacesv1.WorkspaceDeployment
 		var charges []quotav1alpha1.QuotaCharge
+		counted := prior(q, obj)
 		for _, v := range older {
 			if _, ok := labels[v.Namespace]; !ok {
 				l, err := quota.NamespaceLabels(ctx, r.Client, v.Namespace)
@@ -129,9 +240,10 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 			if ok, _ := quota.Selects(q, labels[v.Namespace]); ok {
 				selected = append(selected, v)
 				charges = append(charges, r.waitingCharge(v))
+				counted = append(counted, prior(q, v)...)
 			}
 		}
-		for _, i := range quota.Ahead(q, charges, charge) {
+		for _, i := range quota.Ahead(q, counted, charges, charge) {
 			ahead[selected[i].Namespace+"/"+selected[i].Name] = true
 		}
 	}
@@ -141,6 +253,14 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 	}
 	sort.Strings(out)
 	return out, nil
+}
+
+// prior is what a quota counts of a workspace now, as cached.
+func prior(q *quotav1alpha1.TenantQuota, v *workspacesv1.WorkspaceDeployment) []quotav1alpha1.QuotaCharge {
+	if c := quota.Counted(q, quota.RefOf(v), v.Status.QuotaCharges); c != nil {
+		return []quotav1alpha1.QuotaCharge{*c}
+	}
+	return nil
 }
 
 // waitingCharge is what a waiting workspace would charge, from the
@@ -157,4 +277,50 @@ func olderThan(a, b *workspacesv1.WorkspaceDeployment) bool {
 		return qa.Before(qb)
 	}
 	return a.UID < b.UID
+}
+
+// namespaceChanged maps a namespace's label change (which quotas select
+// it) to the workspaces waiting for a quota and to the namespace's
+// workspaces, which quotas may now count or release.
+func (r *Reconciler) namespaceChanged(ctx context.Context, o client.Object) []reconcile.Request {
+	out := r.quotaWaiters(ctx, o)
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, list, client.InNamespace(o.GetName())); err != nil {
+		return out
+	}
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return out
+}
+
+// quotaMembers maps a quota to the workspaces, in this cache, of the
+// namespaces it selects, and, with listed, to those it lists in flight or
+// in an earlier Apiary's charges (a new manager's first look).
+func (r *Reconciler) quotaMembers(ctx context.Context, q *quotav1alpha1.TenantQuota, listed bool) []reconcile.Request {
+	var out []reconcile.Request
+	if listed {
+		for _, c := range q.Status.Charges {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: c.Namespace, Name: c.Name}})
+		}
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
+	if err != nil {
+		return out
+	}
+	nsList := &metav1.PartialObjectMetadataList{}
+	nsList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("NamespaceList"))
+	if err := r.List(ctx, nsList, client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return out
+	}
+	for _, ns := range nsList.Items {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.List(ctx, list, client.InNamespace(ns.Name)); err != nil {
+			continue
+		}
+		for i := range list.Items {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+		}
+	}
+	return out
 }

@@ -204,6 +204,18 @@ func (r *Reconciler) halt(ctx context.Context, w *workspaceRun) (stepResult, err
 	if w.stopping == "" {
 		return proceed, nil
 	}
+	if obj.Status.Admission == nil && r.Ledger != nil {
+		// Given back before: its place in the count of the quotas that
+		// select it now (a quota created, or a namespace that joined the
+		// tenant, after it stopped).
+		quotas, err := r.quotasOf(ctx, obj.Namespace)
+		if err != nil {
+			return stopWith(0), err
+		}
+		if err := r.keepQuotas(ctx, w, quotas, true); err != nil {
+			return stopWith(0), err
+		}
+	}
 	l := lifecycleStatus(obj)
 	if l.StoppedAt != nil && !w.requested && !r.stopChecks.due(obj.UID, r.now()) && r.stoppedQuiet(ctx, w) {
 		return r.watchStopped(ctx, w)
@@ -266,7 +278,11 @@ func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) error {
 	if r.Ledger != nil {
 		// A stopped workspace keeps its place in its tenant's workspaces
 		// count (its namespace and volumes stay) and gives back the rest.
-		if err := r.Ledger.HoldAll(ctx, obj.UID); err != nil {
+		quotas, err := r.quotasOf(ctx, obj.Namespace)
+		if err != nil {
+			return err
+		}
+		if err := r.keepQuotas(ctx, w, quotas, true); err != nil {
 			return fmt.Errorf("giving back the workspace's quota: %w", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/predicates"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -92,7 +93,22 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 					return quota.RoomGrew(e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota))
 				},
 			})).
-		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.quotaWaiters),
+		// A quota that appears or selects otherwise counts or releases the
+		// workspaces it selects or selected; the workspaces of an earlier
+		// Apiary's charges move them onto their status.
+		Watches(&quotav1alpha1.TenantQuota{}, handler.Funcs{
+			CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				add(q, r.quotaMembers(ctx, e.Object.(*quotav1alpha1.TenantQuota), true))
+			},
+			UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				o, n := e.ObjectOld.(*quotav1alpha1.TenantQuota), e.ObjectNew.(*quotav1alpha1.TenantQuota)
+				if !equality.Semantic.DeepEqual(o.Spec.NamespaceSelector, n.Spec.NamespaceSelector) {
+					add(q, r.quotaMembers(ctx, o, false))
+					add(q, r.quotaMembers(ctx, n, false))
+				}
+			},
+		}).
+		WatchesMetadata(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.namespaceChanged),
 			builder.WithPredicates(predicate.LabelChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.MaxConcurrentReconciles, 1)})
 	if r.Children != nil {
