@@ -1,0 +1,25 @@
+package delivery
+
+import "context"
+
+// unitKey is the context key of WithUnit.
+type unitKey struct{}
+
+// WithUnit returns ctx carrying the unit of work (the Ref of an
+// internal/shard Unit) that the owners delivered with it belong to. With
+// sharding, the Git sink records it on every file it commits
+// (AnnotationShardUnit) and on every change it queues, so that a shard
+// sweeps only its own units' files and hands a unit over only once its
+// changes of the unit are pushed. An empty unit leaves ctx as it is.
+func WithUnit(ctx context.Context, unit string) context.Context {
+	if unit == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, unitKey{}, unit)
+}
+
+// UnitOf is the unit WithUnit put in ctx, "" when none.
+func UnitOf(ctx context.Context) string {
+	u, _ := ctx.Value(unitKey{}).(string)
+	return u
+}
