@@ -69,7 +69,7 @@ func TestGitShards_HandOverKeepsEveryFile(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(res.Pending).To(BeTrue())
 	g.Expect(a.Settled(unit)).To(BeFalse(), "a queued change of the unit")
-	g.Expect(a.Settled("Colony/" + ns + "/other")).To(BeTrue(), "no change of another unit")
+	g.Expect(a.Settled("Colony/"+ns+"/other")).To(BeTrue(), "no change of another unit")
 	g.Eventually(func() bool { return a.Settled(unit) }).WithTimeout(20 * time.Second).Should(BeTrue())
 	inv := res.Inventory
 
