@@ -10,9 +10,11 @@ type unitKey struct{}
 // sharding, the Git sink records it on every file it commits
 // (AnnotationShardUnit) and on every change it queues, so that a shard
 // sweeps only its own units' files and hands a unit over only once its
-// changes of the unit are pushed. An empty unit leaves ctx as it is.
+// changes of the unit are pushed. An empty unit marks what is delivered
+// with ctx as of no unit: a file several shards write alike (a regional
+// cluster's routes Kustomization), which no sweep removes.
 func WithUnit(ctx context.Context, unit string) context.Context {
-	if unit == "" {
+	if unit == "" && UnitOf(ctx) == "" {
 		return ctx
 	}
 	return context.WithValue(ctx, unitKey{}, unit)

@@ -58,8 +58,10 @@ func TestGitModeSurvivesKillsOfTwoShards(t *testing.T) {
 			repo: rig.alias(t, fmt.Sprintf("apiary-%d.git", i))}
 		flags := append(rig.managerFlagsOn(mb.checkout, mb.repo),
 			"--shards="+strconv.Itoa(shards), "--shard="+strconv.Itoa(i),
-			"--leader-election-namespace="+shardLeaseNS, "--leader-election-lease-duration=3s")
-		mb.m = newManager(t, flags...)
+			// Short Leases keep the restarts of the victim quick; shorter
+			// ones lose their renewals on a loaded CI machine.
+			"--leader-election-namespace="+shardLeaseNS, "--leader-election-lease-duration=8s")
+		mb.m = newManagerLog(t, fmt.Sprintf("%s-shard-%d.log", t.Name(), i), flags...)
 		f.planWorkspaces(max(cfg.gitWorkspaces/shards, kills/3), r)
 		mb.colony = f.colony
 		mb.steps = f.gitSteps(kills, &mb.colony)

@@ -170,7 +170,9 @@ func (s *Git) declare(ctx context.Context, regional types.NamespacedName) error 
 		s.declared[regional] = d
 	}
 	owner := delivery.Owner{Kind: RegionalOwnerKind, Namespace: regional.Namespace, Name: regional.Name}
-	res, err := s.Main.Apply(ctx, owner, d.objs, d.inventory)
+	// Every shard with a workspace routed to the regional cluster writes
+	// this file alike: it is of no shard's unit.
+	res, err := s.Main.Apply(delivery.WithUnit(ctx, ""), owner, d.objs, d.inventory)
 	if res != nil && res.Inventory != nil {
 		d.inventory = res.Inventory
 	}
