@@ -87,6 +87,9 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring Git delivery of workspace routes: %w", err)
 		}
+		// Only the process that runs the regional routes controller looks
+		// for regional clusters that are gone.
+		routes.SkipGoneSweep = !opts.clusterWide()
 		if err := mgr.Add(routes); err != nil {
 			return nil, fmt.Errorf("adding the route sinks: %w", err)
 		}

@@ -56,6 +56,10 @@ type Git struct {
 	// NewSink makes the Git sink of a regional cluster's folder, whose
 	// Flux Kustomization is ks.
 	NewSink func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error)
+	// SkipGoneSweep leaves out the search for regional clusters that are
+	// gone (Gone): set on the shards that do not run the regional routes
+	// controller, which consumes it (shards other than 0).
+	SkipGoneSweep bool
 
 	once sync.Once
 	set  *sinkset.Set[types.NamespacedName, *delivery.Git]
@@ -95,7 +99,9 @@ func (s *Git) sinks() *sinkset.Set[types.NamespacedName, *delivery.Git] {
 // the folders and Kustomization files of regional clusters that are gone
 // once Main is open.
 func (s *Git) Start(ctx context.Context) error {
-	go s.sweepGone(ctx)
+	if !s.SkipGoneSweep {
+		go s.sweepGone(ctx)
+	}
 	return s.sinks().Start(ctx)
 }
 
