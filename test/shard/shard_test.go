@@ -189,10 +189,11 @@ func twoToThreeShards(t *testing.T, m mode) {
 	f := newFleet(t, 4, moves)
 	var ws []*workspacesv1.WorkspaceDeployment
 	var moving string
+	var movingWS *workspacesv1.WorkspaceDeployment // a workspace of a unit that moves
 	for i, cd := range f.clusters() {
 		ws = append(ws, f.workspace(t, fmt.Sprintf("w-%d", i), cd))
 		if shard.Desired(f.units[f.ns+"/"+cd].Key(), 3) == 2 {
-			moving = cd
+			moving, movingWS = cd, ws[len(ws)-1]
 		}
 	}
 	running(t, ws...)
@@ -224,8 +225,21 @@ func twoToThreeShards(t *testing.T, m mode) {
 		g.Expect(c.Reason).To(Equal(workspacesv1.ShardHandOverReason), c.Message)
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 
+	if m != nil {
+		// Git mode: the old holder stops a workspace of a moving unit after
+		// shard 2 read the branch; once shard 2 holds the unit, the
+		// workspace starts again. Shard 2 must commit the start, although
+		// what it renders is what its first view of the branch held: it
+		// reloads the branch when it takes the unit up.
+		setStopped(t, true, movingWS)
+		phase(t, workspacesv1.PhaseStopped, movingWS)
+	}
 	old0.Stop()
 	old1.Stop()
+	if m != nil {
+		f.expectHeldAsDesired(t, 3)
+		setStopped(t, false, movingWS)
+	}
 	running(t, ws...)
 	f.expectHeldAsDesired(t, 3)
 	g.Eventually(func(g Gomega) {
