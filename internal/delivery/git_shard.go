@@ -81,7 +81,8 @@ func (g *Git) Refresh(ctx context.Context, since time.Time) error {
 }
 
 // load fetches the branch, resets the clone to it and reads the files under
-// the path. Callers hold g.committing.
+// the path. Callers hold g.committing, or have not published the clone yet
+// (no commit runs before it is).
 func (g *Git) load(ctx context.Context, repo *gitrepo.Repo) (map[string][]byte, error) {
 	if _, err := repo.Sync(ctx, nil, nil, g.opts.Message); err != nil {
 		return nil, err
