@@ -63,7 +63,13 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		if opts.Git != nil || opts.TenantGit != nil {
 			d.shards.Settled = func(_ context.Context, u shard.Unit) bool { return d.gits.Settled(u.Ref()) }
 			d.shards.OnAcquire = func(ctx context.Context, _ shard.Unit, since time.Time) error {
-				return d.gits.Refresh(ctx, since)
+				if err := d.gits.Refresh(ctx, since); err != nil {
+					return err
+				}
+				if r, ok := d.routes.(*routesink.Git); ok {
+					r.SweepSoon() // the files of units held from now on
+				}
+				return nil
 			}
 		}
 	}
