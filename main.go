@@ -115,6 +115,9 @@ func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 		"The name of the leader-election lease.")
 	fs.StringVar(&opts.LeaderElectionNamespace, "leader-election-namespace", "",
 		"The namespace of the leader-election lease; the manager's namespace when empty.")
+	fs.DurationVar(&opts.LeaderElectionLeaseDuration, "leader-election-lease-duration", 15*time.Second,
+		"How long a leader-election Lease lasts without renewal; the leader renews it within two thirds of that, "+
+			"and a replica that loses it stops. A killed leader's work resumes after at most this long.")
 	fs.IntVar(&opts.Shard.Shards, "shards", 1,
 		"The number of shards that split the work (docs/sharding.md); 1 turns sharding off. With more, leader election is on "+
 			"and each shard holds the Lease apiary-shard-<index> in --leader-election-namespace.")

@@ -66,6 +66,10 @@ type GitOptions struct {
 	Flux FluxTarget
 	// Logger for the commit loop.
 	Logger logr.Logger
+	// MayRemove, with sharding, says whether this process may sweep a
+	// file whose shard unit (AnnotationShardUnit) is unit: only when it
+	// holds the unit (internal/shard MayRemove). nil sweeps every file.
+	MayRemove func(unit string) bool
 }
 
 // FluxTarget names the Flux GitRepository and Kustomization that apply the
@@ -89,6 +93,9 @@ func keyOf(o Owner) ownerKey { return ownerKey{Kind: o.Kind, Namespace: o.Namesp
 type pendingFile struct {
 	data  []byte
 	owner ownerKey
+	// unit is the shard unit of the change (WithUnit, or the removed
+	// file's AnnotationShardUnit); "" when unknown.
+	unit string
 }
 
 // Git is the sink that commits objects to a Git repository for Flux to apply.
@@ -119,7 +126,11 @@ type Git struct {
 	refusals *check.Memo       // files whose content a check refused
 	sweeps   []sweepRequest    // sweeps asked for before the clone opened
 	retired  bool              // the path was removed (Retire)
-	notices  notice.Board
+	// loadedAt is when the fetch of the files in head began (open or
+	// Refresh); wantFresh the latest time a Refresh asked for before the
+	// clone was open.
+	loadedAt, wantFresh time.Time
+	notices             notice.Board
 	// syncs times each pushed commit until Flux applied it.
 	syncs *metrics.SyncTracker
 }
@@ -174,6 +185,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		return nil, err
 	}
 	var errs []error
+	unit := UnitOf(ctx)
 	inSet := map[string]bool{}
 	canPrune := true
 	var files []*gitFile
@@ -184,7 +196,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			continue
 		}
 		raw := canon.IDOf(o).String()
-		f, err := encodeFile(g.opts.Mapper, owner, o, scopes)
+		f, err := encodeFile(g.opts.Mapper, owner, o, scopes, unit)
 		inSet[raw] = true
 		if err != nil {
 			errs = append(errs, err)
@@ -235,7 +247,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 		digests[f.id.String()] = f.obj.GetAnnotations()[AnnotationAppliedDigest]
 		entries = append(entries, commonv1.ResourceRef{ID: f.id.String(), Version: f.version})
 		if !bytes.Equal(cur, f.data) {
-			g.queue(f.path, f.data, key)
+			g.queue(f.path, f.data, key, unit)
 			changed = append(changed, f.id.String())
 		}
 	}
@@ -253,7 +265,7 @@ func (g *Git) Apply(ctx context.Context, owner Owner, objs []*unstructured.Unstr
 			entries = append(entries, e)
 			continue
 		}
-		if g.queueRemoval(owner, e) {
+		if g.queueRemoval(owner, e, unit) {
 			changed = append(changed, e.ID)
 		}
 		// A removal stays in the inventory until it is committed: the
@@ -291,10 +303,10 @@ func (g *Git) current(path string) []byte {
 	return g.head[path]
 }
 
-// queue records a change of path for owner; data nil removes the file. A
-// change that brings the path back to its committed content cancels the
-// queued one. Callers hold g.mu.
-func (g *Git) queue(path string, data []byte, owner ownerKey) {
+// queue records a change of path for owner, of the shard unit unit; data
+// nil removes the file. A change that brings the path back to its
+// committed content cancels the queued one. Callers hold g.mu.
+func (g *Git) queue(path string, data []byte, owner ownerKey, unit string) {
 	if old, ok := g.pending[path]; ok {
 		g.perOwner[old.owner]--
 		delete(g.pending, path)
@@ -302,7 +314,7 @@ func (g *Git) queue(path string, data []byte, owner ownerKey) {
 	if bytes.Equal(g.head[path], data) && (data != nil) == (g.head[path] != nil) {
 		return
 	}
-	g.pending[path] = &pendingFile{data: data, owner: owner}
+	g.pending[path] = &pendingFile{data: data, owner: owner, unit: unit}
 	g.perOwner[owner]++
 }
 

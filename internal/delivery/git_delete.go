@@ -19,6 +19,7 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 	if err := owner.Validate(); err != nil {
 		return false, err
 	}
+	unit := UnitOf(ctx)
 	g.mu.Lock()
 	key := keyOf(owner)
 	if g.retired {
@@ -31,7 +32,7 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 		return false, fmt.Errorf("%w: %w", ErrNotOpen, g.openErr)
 	}
 	for _, e := range prevEntries(prev) {
-		g.queueRemoval(owner, e)
+		g.queueRemoval(owner, e, unit)
 	}
 	if g.perOwner[key] > 0 {
 		g.wake()
@@ -67,8 +68,9 @@ func (g *Git) Delete(ctx context.Context, owner Owner, prev *commonv1.ResourceIn
 }
 
 // queueRemoval queues the removal of an entry's file when it still belongs
-// to owner, and reports whether it did. Callers hold g.mu.
-func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
+// to owner, and reports whether it did; the change is of the file's shard
+// unit, else of unit. Callers hold g.mu.
+func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef, unit string) bool {
 	path, ok := entryPath(e)
 	if !ok {
 		return false
@@ -77,7 +79,10 @@ func (g *Git) queueRemoval(owner Owner, e commonv1.ResourceRef) bool {
 	if cur == nil || !ownedBy(owner, cur) {
 		return false
 	}
-	g.queue(path, nil, keyOf(owner))
+	if u := fileUnit(cur); u != "" {
+		unit = u
+	}
+	g.queue(path, nil, keyOf(owner), unit)
 	return true
 }
 

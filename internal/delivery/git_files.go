@@ -38,10 +38,18 @@ const fileHeader = "# Rendered by Apiary for %s. Edits are overwritten; change t
 // have (its garbage collector would delete the objects): committed objects
 // are tied to their owner by the labels instead. Secrets keep their
 // plaintext aside for encryption.
-func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool) (*gitFile, error) {
+func encodeFile(mapper meta.RESTMapper, owner Owner, o *unstructured.Unstructured, scopes map[schema.GroupVersionKind]bool, unit string) (*gitFile, error) {
 	it, err := prepareItem(mapper, owner, o, scopes, true)
 	if err != nil {
 		return nil, err
+	}
+	if unit != "" {
+		ann := it.obj.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[AnnotationShardUnit] = unit
+		it.obj.SetAnnotations(ann)
 	}
 	data, err := yaml.Marshal(it.obj.Object)
 	if err != nil {
@@ -73,8 +81,22 @@ func sealFile(enc seal.Encrypter, f *gitFile, current []byte) error {
 // fileMeta is the part of a committed file the sink reads back.
 type fileMeta struct {
 	Metadata struct {
-		Labels map[string]string `json:"labels"`
+		Labels      map[string]string `json:"labels"`
+		Annotations map[string]string `json:"annotations"`
 	} `json:"metadata"`
+}
+
+// fileUnit returns the shard unit committed file content names
+// (AnnotationShardUnit), "" when none; read like the owner labels.
+func fileUnit(data []byte) string {
+	if data == nil {
+		return ""
+	}
+	var m fileMeta
+	if err := yaml.Unmarshal(stripComments(data), &m); err != nil {
+		return ""
+	}
+	return m.Metadata.Annotations[AnnotationShardUnit]
 }
 
 // fileOwnerOther returns a description of the Apiary owner of committed

@@ -54,14 +54,25 @@ func (g *Git) Start(ctx context.Context) error {
 func (g *Git) openWithRetry(ctx context.Context) bool {
 	for attempt := 1; ; attempt++ {
 		g.drainRetry()
+		start := time.Now()
 		repo, err := gitrepo.Open(ctx, g.opts.Repo)
 		var files map[string][]byte
 		if err == nil {
 			files, err = repo.Files()
 		}
-		if err == nil {
+		// A Refresh asked for while the clone opened (a shard took a unit
+		// over) wants the files as of a later fetch.
+		for err == nil {
 			g.mu.Lock()
-			g.repo, g.head, g.headSHA, g.openErr = repo, files, repo.Head(), nil
+			if !g.wantFresh.After(start) {
+				break // holding g.mu
+			}
+			g.mu.Unlock()
+			start = time.Now()
+			files, err = g.load(ctx, repo)
+		}
+		if err == nil {
+			g.repo, g.head, g.headSHA, g.openErr, g.loadedAt = repo, files, repo.Head(), nil, start
 			refused, sweeps := g.refused, g.sweeps
 			g.refused, g.sweeps = map[ownerKey]bool{}, nil
 			close(g.opened)

@@ -80,7 +80,7 @@ func (g *Git) RemoveOwner(owner Owner) (*Result, error) {
 	var changed []string
 	for path, data := range g.files() {
 		if ownedBy(owner, data) {
-			g.queue(path, nil, key)
+			g.queue(path, nil, key, fileUnit(data))
 			changed = append(changed, path)
 		}
 	}

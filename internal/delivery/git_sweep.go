@@ -6,8 +6,10 @@ import "github.com/apiaryhq/apiary/internal/naming"
 // of kind and, by alive, no longer exists, e.g. a workspace deleted while
 // Apiary was not running; Flux then prunes its objects. alive is asked once
 // per owner and should say true when it cannot tell. A sweep asked for
-// before the clone opened runs once it opens. It returns how many files it
-// queued for removal.
+// before the clone opened runs once it opens. With sharding
+// (GitOptions.MayRemove), only the files of units this process holds are
+// swept: another shard's owners need not be in this process's cache. It
+// returns how many files it queued for removal.
 func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 	g.mu.Lock()
 	if g.repo == nil {
@@ -22,7 +24,7 @@ func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 	var orphans []string
 	for path, data := range files {
 		o, ok := fileOwner(data)
-		if !ok || o.Kind != naming.LabelValue(kind) {
+		if !ok || o.Kind != naming.LabelValue(kind) || !g.mayRemove(data) {
 			continue
 		}
 		k := keyOf(o)
@@ -39,11 +41,12 @@ func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 	defer g.mu.Unlock()
 	n := 0
 	for _, path := range orphans {
-		o, ok := fileOwner(g.current(path))
-		if live, asked := verdict[keyOf(o)]; !ok || !asked || live {
+		data := g.current(path)
+		o, ok := fileOwner(data)
+		if live, asked := verdict[keyOf(o)]; !ok || !asked || live || !g.mayRemove(data) {
 			continue // changed meanwhile
 		}
-		g.queue(path, nil, keyOf(o))
+		g.queue(path, nil, keyOf(o), fileUnit(data))
 		n++
 	}
 	if n > 0 {
@@ -56,4 +59,10 @@ func (g *Git) Sweep(kind string, alive func(Owner) bool) int {
 type sweepRequest struct {
 	kind  string
 	alive func(Owner) bool
+}
+
+// mayRemove reports whether a sweep may remove committed file content:
+// GitOptions.MayRemove on the file's shard unit, always when unset.
+func (g *Git) mayRemove(data []byte) bool {
+	return g.opts.MayRemove == nil || g.opts.MayRemove(fileUnit(data))
 }

@@ -44,6 +44,10 @@ const (
 	// object the sink last applied, before the sink's labels and annotation
 	// were added.
 	AnnotationAppliedDigest = canon.AnnotationAppliedDigest
+	// AnnotationShardUnit names, with sharding, the unit of work
+	// (internal/shard) of the owner of a file the Git sink commits; set
+	// from the context (WithUnit).
+	AnnotationShardUnit = "shard.apiary.exalsius.ai/unit"
 	// AnnotationAdopted marks an object the sink took over with an Update
 	// (adopt.go) whose fields it has yet to settle; it holds the field
 	// managers taken over from.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -37,6 +38,8 @@ type deps struct {
 	// secrets wakes the Git sinks when their credentials or signing key
 	// Secrets change.
 	secrets *gitauth.Watcher
+	// gits are the Git sinks, for the shards' hand-over.
+	gits delivery.GitSinks
 }
 
 func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
@@ -57,6 +60,18 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 	if opts.Shard.Enabled() {
 		d.shards = &shard.Gate{Config: opts.Shard, Client: mgr.GetClient(), Reader: mgr.GetCache(),
 			LeaseNamespace: opts.LeaderElectionNamespace, OnRelease: d.forgetUnit(mgr)}
+		if opts.Git != nil || opts.TenantGit != nil {
+			d.shards.Settled = func(_ context.Context, u shard.Unit) bool { return d.gits.Settled(u.Ref()) }
+			d.shards.OnAcquire = func(ctx context.Context, _ shard.Unit, since time.Time) error {
+				if err := d.gits.Refresh(ctx, since); err != nil {
+					return err
+				}
+				if r, ok := d.routes.(*routesink.Git); ok {
+					r.SweepSoon() // the files of units held from now on
+				}
+				return nil
+			}
+		}
 	}
 	if opts.Git == nil {
 		d.sink = delivery.NewDirect(mgr.GetClient(), mgr.GetAPIReader(), delivery.DirectOptions{Scheme: mgr.GetScheme(),
@@ -78,6 +93,9 @@ func newDeps(mgr ctrl.Manager, opts Options) (*deps, error) {
 		if err != nil {
 			return nil, fmt.Errorf("configuring Git delivery of workspace routes: %w", err)
 		}
+		// Only the process that runs the regional routes controller looks
+		// for regional clusters that are gone.
+		routes.SkipGoneSweep = !opts.clusterWide()
 		if err := mgr.Add(routes); err != nil {
 			return nil, fmt.Errorf("adding the route sinks: %w", err)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery/seal"
 	"github.com/apiaryhq/apiary/internal/gitauth"
 	"github.com/apiaryhq/apiary/internal/gitrepo"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // GitOptions configure Git delivery. Options.Git nil means direct delivery.
@@ -94,10 +95,15 @@ func (d *deps) newGitSink(ctx context.Context, mgr ctrl.Manager, o GitOptions, a
 	if adjust != nil {
 		adjust(&opts)
 	}
+	if gate := d.shards; gate.Enabled() {
+		// A shard sweeps only the files of the units it holds.
+		opts.MayRemove = func(unit string) bool { return shard.MayRemove(gate.Config, unit, gate.Holds) }
+	}
 	g, err := delivery.NewGit(opts)
 	if err != nil {
 		return nil, err
 	}
+	d.gits.Add(g)
 	if c, ok := opts.Repo.Credentials.(*gitauth.Credentials); ok {
 		for _, ref := range []*types.NamespacedName{c.AuthSecret, c.SigningSecret} {
 			if ref != nil {

@@ -86,6 +86,10 @@ type Options struct {
 	LeaderElectionID string
 	// LeaderElectionNamespace holds the lease; the in-cluster namespace when empty.
 	LeaderElectionNamespace string
+	// LeaderElectionLeaseDuration is how long a Lease lasts without
+	// renewal (controller-runtime's 15s when zero); the renew deadline is
+	// two thirds of it, the retry period 2/15.
+	LeaderElectionLeaseDuration time.Duration
 	// Concurrency is the number of workers per controller.
 	Concurrency Concurrency
 	// CRDCheckInterval is how often missing kinds are looked for; 10s when zero.
@@ -239,6 +243,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 leaseDurations(opts.LeaderElectionLeaseDuration, 1, 1),
+		RenewDeadline:                 leaseDurations(opts.LeaderElectionLeaseDuration, 2, 3),
+		RetryPeriod:                   leaseDurations(opts.LeaderElectionLeaseDuration, 2, 15),
 		Controller:                    config.Controller{SkipNameValidation: ptr.To(opts.SkipControllerNameValidation)},
 	})
 	if err != nil {
@@ -295,4 +302,14 @@ func cacheSynced(mgr ctrl.Manager) func(*http.Request) error {
 		}
 		return nil
 	}
+}
+
+// leaseDurations is num/den of the Lease duration d, nil (controller-runtime's
+// default) when d is not set.
+func leaseDurations(d time.Duration, num, den int64) *time.Duration {
+	if d <= 0 {
+		return nil
+	}
+	v := d * time.Duration(num) / time.Duration(den)
+	return &v
 }

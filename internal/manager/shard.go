@@ -27,11 +27,6 @@ func (o Options) sharded() (Options, error) {
 	if !o.Shard.Enabled() {
 		return o, nil
 	}
-	if o.Git != nil || o.TenantGit != nil {
-		// Shards would each keep a clone of one branch and path and commit
-		// their units' files to it; that is not proven safe yet.
-		return o, errors.New("sharding works with direct delivery only: --shards > 1 with Git delivery is not supported yet")
-	}
 	o.LeaderElection = true
 	o.LeaderElectionID = shard.LeaseName(o.Shard.Index)
 	if o.LeaderElectionNamespace == "" {

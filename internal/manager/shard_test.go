@@ -23,8 +23,11 @@ func TestShardedOptions(t *testing.T) {
 			LeaderElectionID: "apiary.infra.exalsius.ai"}, leaseID: "apiary-shard-1"},
 		{name: "index out of range", in: Options{Shard: shard.Config{Index: 3, Shards: 3}, LeaderElectionNamespace: "x"}, fail: "not below"},
 		{name: "no Lease namespace outside a cluster", in: Options{Shard: shard.Config{Index: 0, Shards: 2}}, fail: "--leader-election-namespace"},
+		// Issue 33: shards share the Git branch (test/crash, test/shard prove it).
 		{name: "Git delivery", in: Options{Shard: shard.Config{Index: 0, Shards: 2}, LeaderElectionNamespace: "x", Git: &GitOptions{}},
-			fail: "direct delivery only"},
+			leaseID: "apiary-shard-0"},
+		{name: "tenant Git delivery", in: Options{Shard: shard.Config{Index: 1, Shards: 2}, LeaderElectionNamespace: "x", TenantGit: &GitOptions{}},
+			leaseID: "apiary-shard-1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -49,6 +49,17 @@ type Gate struct {
 	// OnRelease runs once this process released a unit (to stop its
 	// child caches).
 	OnRelease func(context.Context, Unit)
+	// Settled, when set, must report true before this process releases a
+	// unit it drained: in Git mode, its sinks hold no change of the unit
+	// that is not pushed yet, so that the next holder finds on the branch
+	// all that this one wrote.
+	Settled func(context.Context, Unit) bool
+	// OnAcquire, when set, runs before this process first acts on a unit
+	// (after claiming it, taking it over, or finding it its own at start),
+	// with the time the decision began; an error defers acting. In Git
+	// mode it reloads the sinks' files from the branch, which the previous
+	// holder may have changed since this process last read them.
+	OnAcquire func(ctx context.Context, u Unit, since time.Time) error
 
 	now   func() time.Time
 	mu    sync.Mutex
@@ -66,6 +77,9 @@ type unitState struct {
 	wrote     bool
 	// held: this process last saw itself holding the unit.
 	held bool
+	// acquired: OnAcquire ran for the unit since this process last held
+	// it.
+	acquired bool
 }
 
 // Ticket is the outcome of Enter. Done must be called once the reconcile
@@ -81,6 +95,14 @@ type Ticket struct {
 	RequeueAfter time.Duration
 	acting       bool
 	done         func()
+	// unitRef is the unit's Ref with sharding, "" without.
+	unitRef string
+}
+
+// WithUnit returns ctx carrying, with sharding, the ticket's unit for the
+// delivery sinks (delivery.WithUnit); ctx itself without.
+func (t Ticket) WithUnit(ctx context.Context) context.Context {
+	return delivery.WithUnit(ctx, t.unitRef)
 }
 
 // Acting reports whether the reconcile may act on the unit.
@@ -163,6 +185,7 @@ func (g *Gate) Enter(ctx context.Context, u Unit, onClaim ...func(client.Object)
 	if !g.Enabled() {
 		return Ticket{Decision: Decision{Action: Act}, Unit: u, acting: true}, nil
 	}
+	since := time.Now()
 	holder, exists, err := g.holder(ctx, u)
 	if err != nil {
 		return Ticket{Unit: u}, err
@@ -175,7 +198,7 @@ func (g *Gate) Enter(ctx context.Context, u Unit, onClaim ...func(client.Object)
 			return Ticket{Unit: u}, err
 		}
 	}
-	t := Ticket{Decision: Decide(g.Config, u, s), Unit: u}
+	t := Ticket{Decision: Decide(g.Config, u, s), Unit: u, unitRef: u.Ref()}
 	switch t.Action {
 	case Act:
 		t.acting, t.done = g.enter(u, s.HolderExists)
@@ -196,6 +219,9 @@ func (g *Gate) Enter(ctx context.Context, u Unit, onClaim ...func(client.Object)
 		if !g.drained(u) {
 			return t, nil
 		}
+		if g.Settled != nil && !g.Settled(ctx, u) {
+			return t, nil // the sinks push the unit's changes first
+		}
 		if _, won, err := g.writeHolder(ctx, u, ""); err != nil || !won {
 			return t, err
 		}
@@ -213,7 +239,46 @@ func (g *Gate) Enter(ctx context.Context, u Unit, onClaim ...func(client.Object)
 			t.RequeueAfter = lapse + Retry
 		}
 	}
+	if t.acting {
+		if err := g.acquire(ctx, u, since); err != nil {
+			t.done()
+			t.acting, t.done, t.RequeueAfter = false, nil, Retry
+			return t, err
+		}
+	}
 	return t, nil
+}
+
+// acquire runs OnAcquire once per holding of u by this process.
+func (g *Gate) acquire(ctx context.Context, u Unit, since time.Time) error {
+	if g.OnAcquire == nil {
+		return nil
+	}
+	g.mu.Lock()
+	done := g.stateLocked(u).acquired
+	g.mu.Unlock()
+	if done {
+		return nil
+	}
+	if err := g.OnAcquire(ctx, u, since); err != nil {
+		return fmt.Errorf("taking up %s: %w", u, err)
+	}
+	g.mu.Lock()
+	g.stateLocked(u).acquired = true
+	g.mu.Unlock()
+	return nil
+}
+
+// Holds reports whether this process holds u and acts on it: it claimed
+// it (or found it its own) and has not started to release it.
+func (g *Gate) Holds(u Unit) bool {
+	if !g.Enabled() {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	st := g.units[u]
+	return st != nil && st.held && !st.draining
 }
 
 // enter counts a reconcile of u in flight, unless u is draining; held says
@@ -261,6 +326,9 @@ func (g *Gate) setHeldLocked(st *unitState, held bool) {
 		return
 	}
 	st.held = held
+	if !held {
+		st.acquired = false
+	}
 	if held {
 		g.held++
 	} else {

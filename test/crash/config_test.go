@@ -23,6 +23,9 @@ type config struct {
 	kills, gitKills int
 	// gitWorkspaces and gitColony size the Git test's fleet.
 	gitWorkspaces, gitColony int
+	// gitShardKills are the SIGKILLs of the Git test with two shards,
+	// whose fleets share gitWorkspaces and gitColony.
+	gitShardKills int
 	// apiWorkspaces are rolled out across the API server's restart.
 	apiWorkspaces int
 	// hangCycles are the cycles of hanging and garbage children.
@@ -30,16 +33,16 @@ type config struct {
 }
 
 func (c config) String() string {
-	return fmt.Sprintf("direct: %d workspaces over %d clusters, Colony of %d, %d kills; git: %d workspaces, Colony of %d, %d kills; "+
+	return fmt.Sprintf("direct: %d workspaces over %d clusters, Colony of %d, %d kills; git: %d workspaces, Colony of %d, %d kills (%d with 2 shards); "+
 		"API server restart: %d workspaces; %d hang cycles",
-		c.workspaces, c.clusters, c.colony, c.kills, c.gitWorkspaces, c.gitColony, c.gitKills, c.apiWorkspaces, c.hangCycles)
+		c.workspaces, c.clusters, c.colony, c.kills, c.gitWorkspaces, c.gitColony, c.gitKills, c.gitShardKills, c.apiWorkspaces, c.hangCycles)
 }
 
 func loadConfig() config {
 	c := config{
 		seed:       uint64(time.Now().UnixNano()),
 		workspaces: 60, clusters: 10, colony: 20, kills: 20,
-		gitWorkspaces: 12, gitColony: 4, gitKills: 20,
+		gitWorkspaces: 12, gitColony: 4, gitKills: 20, gitShardKills: 12,
 		apiWorkspaces: 20,
 		hangCycles:    10,
 	}
@@ -47,15 +50,16 @@ func loadConfig() config {
 		c.workspaces, c.gitWorkspaces, c.gitColony, c.apiWorkspaces, c.hangCycles = 200, 40, 10, 60, 100
 	}
 	for name, p := range map[string]*int{
-		"APIARY_CRASH_WORKSPACES":     &c.workspaces,
-		"APIARY_CRASH_CLUSTERS":       &c.clusters,
-		"APIARY_CRASH_COLONY":         &c.colony,
-		"APIARY_CRASH_KILLS":          &c.kills,
-		"APIARY_CRASH_GIT_KILLS":      &c.gitKills,
-		"APIARY_CRASH_GIT_WORKSPACES": &c.gitWorkspaces,
-		"APIARY_CRASH_GIT_COLONY":     &c.gitColony,
-		"APIARY_CRASH_API_WORKSPACES": &c.apiWorkspaces,
-		"APIARY_CRASH_HANG_CYCLES":    &c.hangCycles,
+		"APIARY_CRASH_WORKSPACES":      &c.workspaces,
+		"APIARY_CRASH_CLUSTERS":        &c.clusters,
+		"APIARY_CRASH_COLONY":          &c.colony,
+		"APIARY_CRASH_KILLS":           &c.kills,
+		"APIARY_CRASH_GIT_KILLS":       &c.gitKills,
+		"APIARY_CRASH_GIT_SHARD_KILLS": &c.gitShardKills,
+		"APIARY_CRASH_GIT_WORKSPACES":  &c.gitWorkspaces,
+		"APIARY_CRASH_GIT_COLONY":      &c.gitColony,
+		"APIARY_CRASH_API_WORKSPACES":  &c.apiWorkspaces,
+		"APIARY_CRASH_HANG_CYCLES":     &c.hangCycles,
 	} {
 		if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
 			*p = v

@@ -68,8 +68,18 @@ type workspace struct {
 // createWorkspaces.
 func newFleet(t testing.TB, prefix string, colony, clusters int) *fleet {
 	t.Helper()
+	return newFleetWhere(t, prefix, colony, clusters, nil)
+}
+
+// newFleetWhere is newFleet in a namespace accept (when set) accepts.
+func newFleetWhere(t testing.TB, prefix string, colony, clusters int, accept func(ns string) bool) *fleet {
+	t.Helper()
 	ctx := context.Background()
-	f := &fleet{t: t, c: env.Client, prefix: prefix + rand.String(4), capacity: map[string]int64{}}
+	name := prefix + rand.String(4)
+	for accept != nil && !accept(name) {
+		name = prefix + rand.String(4)
+	}
+	f := &fleet{t: t, c: env.Client, prefix: name, capacity: map[string]int64{}}
 	f.ns = f.prefix
 	f.model = "crash-" + f.prefix
 	if err := f.c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: f.ns}}); err != nil {

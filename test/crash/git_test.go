@@ -105,6 +105,12 @@ func TestGitModeSurvivesKills(t *testing.T) {
 // the wait for that moment.
 func (rig *gitRig) arm(t testing.TB, m *manager, kind, checkout string, r *rng) func() error {
 	t.Helper()
+	return rig.armOn(t, m, kind, checkout, apiaryRepo, r)
+}
+
+// armOn is arm for a manager that pushes to the repository's name repo.
+func (rig *gitRig) armOn(t testing.TB, m *manager, kind, checkout, repo string, r *rng) func() error {
+	t.Helper()
 	pause := func(point string) func() error {
 		m.Start(crashpoint.EnvPause + "=" + point)
 		return func() error { return m.WaitMarker(point, markerTimeout) }
@@ -125,14 +131,14 @@ func (rig *gitRig) arm(t testing.TB, m *manager, kind, checkout string, r *rng) 
 	case killPushed:
 		return pause(crashpoint.GitPushed)
 	case killReceive:
-		reached := rig.server.Stall(testenv.ReceivePack, "/"+apiaryRepo)
+		reached := rig.server.Stall(testenv.ReceivePack, "/"+repo)
 		m.Start()
 		return func() error { return stalled(reached, "push") }
 	case killClone:
 		if err := os.RemoveAll(checkout); err != nil {
 			t.Fatal(err)
 		}
-		reached := rig.server.Stall(testenv.UploadPack, "/"+apiaryRepo)
+		reached := rig.server.Stall(testenv.UploadPack, "/"+repo)
 		m.Start(crashpoint.EnvPoints + "=" + crashpoint.GitCloneFetch)
 		return func() error {
 			if err := m.WaitMarker(crashpoint.GitCloneFetch, markerTimeout); err != nil {

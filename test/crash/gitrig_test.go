@@ -117,9 +117,15 @@ func startGitRig(t testing.TB) *gitRig {
 // managerFlags are the flags of a manager delivering to the rig's
 // repository, with its persistent clone in checkout.
 func (rig *gitRig) managerFlags(checkout string) []string {
+	return rig.managerFlagsOn(checkout, apiaryRepo)
+}
+
+// managerFlagsOn are managerFlags for pushing to the repository's name
+// repo (see alias).
+func (rig *gitRig) managerFlagsOn(checkout, repo string) []string {
 	return []string{
 		"--delivery=git",
-		"--git-url=" + rig.server.RepoURL(apiaryRepo),
+		"--git-url=" + rig.server.RepoURL(repo),
 		"--git-repository=" + fluxNS + "/" + rig.name,
 		"--git-kustomization=" + fluxNS + "/" + rig.name,
 		"--git-path=" + gitPath,
@@ -188,4 +194,14 @@ func (rig *gitRig) fluxApplied(ctx context.Context) (string, bool, error) {
 		}
 	}
 	return rev, ready, nil
+}
+
+// alias gives the repository another name, so that a stall armed for one
+// manager's requests never catches another's; it returns the name.
+func (rig *gitRig) alias(t testing.TB, name string) string {
+	t.Helper()
+	if err := os.Symlink(repoName, filepath.Join(filepath.Dir(rig.bare), name)); err != nil {
+		t.Fatal(err)
+	}
+	return name
 }

@@ -29,7 +29,14 @@ type manager struct {
 // test.
 func newManager(t testing.TB, flags ...string) *manager {
 	t.Helper()
-	m := &manager{t: t, Process: running.NewProcess(strings.ReplaceAll(t.Name(), "/", "_")+".log", flags...)}
+	return newManagerLog(t, strings.ReplaceAll(t.Name(), "/", "_")+".log", flags...)
+}
+
+// newManagerLog is newManager logging to logName (one per manager of a
+// test with several).
+func newManagerLog(t testing.TB, logName string, flags ...string) *manager {
+	t.Helper()
+	m := &manager{t: t, Process: running.NewProcess(logName, flags...)}
 	m.OnLine = func(line string) bool {
 		if name, ok := strings.CutPrefix(line, crashpoint.Marker); ok {
 			m.mu.Lock()

@@ -47,7 +47,10 @@ var (
 
 func TestMain(m *testing.M) {
 	world.Main(m, world.World{Name: "shard", KeepOnFailure: true, Binary: world.Debug,
-		Management: true, Child: true, StandIn: standin.InWorld()},
+		Management: true, Child: true, StandIn: standin.InWorld(),
+		// Git mode (git_test.go): one branch for every replica, applied by Flux.
+		Git:             &world.Git{Repos: []world.Repo{{Name: gitRepo, Branch: gitBranch}}},
+		FluxControllers: &testenv.FluxOptions{Namespace: fluxNS}},
 		func(r *world.Running) error {
 			theWorld, env, child = r, r.Management, r.Child
 			ctx := context.Background()
@@ -58,6 +61,9 @@ func TestMain(m *testing.M) {
 			// ClusterDeployment's kubeconfig reaches this child.
 			if err := standin.AddGPUNode(ctx, child.Client, "gpu-node", nil, "nvidia.com/gpu", 1000); err != nil {
 				return fmt.Errorf("adding the GPU node: %w", err)
+			}
+			if err := setUpGit(ctx); err != nil {
+				return fmt.Errorf("setting up Git mode: %w", err)
 			}
 			return nil
 		})

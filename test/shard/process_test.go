@@ -32,16 +32,17 @@ type replica struct {
 
 // startReplica starts replica name of shard index of count; it is stopped
 // (SIGTERM) when the test ends, unless stopped or killed before.
-func startReplica(t testing.TB, rec *recorder, name string, index, count int) *replica {
+func startReplica(t testing.TB, rec *recorder, name string, index, count int, extra ...string) *replica {
 	t.Helper()
 	r := &replica{name: name, index: index, count: count, rec: rec, metricsAddr: freeAddr(t), caches: map[string]bool{}}
-	r.Process = theWorld.NewProcess(strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log",
-		"--metrics-bind-address="+r.metricsAddr,
-		"--leader-election-namespace="+leaseNamespace,
-		"--shards="+strconv.Itoa(count),
-		"--shard="+strconv.Itoa(index),
+	args := append([]string{
+		"--metrics-bind-address=" + r.metricsAddr,
+		"--leader-election-namespace=" + leaseNamespace,
+		"--shards=" + strconv.Itoa(count),
+		"--shard=" + strconv.Itoa(index),
 		"--zap-log-level=debug",
-	)
+	}, extra...)
+	r.Process = theWorld.NewProcess(strings.ReplaceAll(t.Name(), "/", "_")+"-"+name+".log", args...)
 	r.Env = []string{shard.EnvTrace + "=1"}
 	r.OnLine = r.line
 	if err := r.Process.Start(); err != nil {

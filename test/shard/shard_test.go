@@ -12,6 +12,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,11 +83,29 @@ func TestTwoShardsSplitTheClusters(t *testing.T) {
 // replica; the active one is killed (its Lease stays until it lapses), and
 // the standby takes its units over once the Lease lapsed, never while the
 // killed one could still act.
-func TestKilledShardIsTakenOver(t *testing.T) {
+func TestKilledShardIsTakenOver(t *testing.T) { killedShardIsTakenOver(t, nil) }
+
+// TestKilledShardIsTakenOverInGit is TestKilledShardIsTakenOver with the
+// replicas committing to one Git branch for Flux: the unit that changes
+// process keeps every file and object (expectGitIntact).
+func TestKilledShardIsTakenOverInGit(t *testing.T) { killedShardIsTakenOver(t, gitFlags) }
+
+// mode gives the flags of a replica beyond its shard's: nil for direct
+// delivery, gitFlags for Git.
+type mode func(name string) []string
+
+func (m mode) flags(name string) []string {
+	if m == nil {
+		return nil
+	}
+	return m(name)
+}
+
+func killedShardIsTakenOver(t *testing.T, m mode) {
 	rec := newRecorder()
 	t.Cleanup(func() { noOverlap(t, rec) }) // after the replicas stopped, whatever failed
-	startReplica(t, rec, "s0", 0, 2)
-	s1a := startReplica(t, rec, "s1a", 1, 2)
+	startReplica(t, rec, "s0", 0, 2, m.flags("s0")...)
+	s1a := startReplica(t, rec, "s1a", 1, 2, m.flags("s1a")...)
 	// The standby starts once s1a holds the Lease, before any workspace
 	// (whose deletion at the end needs a replica of shard 1).
 	NewWithT(t).Eventually(func(g Gomega) {
@@ -94,7 +113,7 @@ func TestKilledShardIsTakenOver(t *testing.T) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKey{Namespace: leaseNamespace, Name: shard.LeaseName(1)}, l)).To(Succeed())
 		g.Expect(shard.LeaseLeft(l, time.Now())).To(BeNumerically(">", 0))
 	}, timeout, 200*time.Millisecond).Should(Succeed())
-	s1b := startReplica(t, rec, "s1b", 1, 2)
+	s1b := startReplica(t, rec, "s1b", 1, 2, m.flags("s1b")...)
 	f := newFleet(t, 2, perShard(2, 1))
 	var shard1 string
 	for key, u := range f.units {
@@ -107,6 +126,10 @@ func TestKilledShardIsTakenOver(t *testing.T) {
 	}
 	w1 := f.workspace(t, "before", shard1)
 	running(t, w1)
+	var sets map[string]types.UID
+	if m != nil {
+		sets = serviceSets(t, w1)
+	}
 	killed := time.Now()
 	s1a.Kill()
 	w2 := f.workspace(t, "after", shard1)
@@ -123,6 +146,9 @@ func TestKilledShardIsTakenOver(t *testing.T) {
 		}
 	}
 	f.expectHeldAsDesired(t, 2)
+	if m != nil {
+		expectGitIntact(t, f.ns, sets, w1, w2)
+	}
 }
 
 // TestTwoToThreeShards: two shards run; a third starts with the new
@@ -131,11 +157,18 @@ func TestKilledShardIsTakenOver(t *testing.T) {
 // until its old shard restarted; then every unit is held by its shard of
 // three, every workspace runs, and no unit was ever acted on by two
 // processes at once.
-func TestTwoToThreeShards(t *testing.T) {
+func TestTwoToThreeShards(t *testing.T) { twoToThreeShards(t, nil) }
+
+// TestTwoToThreeShardsInGit is TestTwoToThreeShards with the replicas
+// committing to one Git branch for Flux: the units that move to the new
+// shard keep every file and object (expectGitIntact).
+func TestTwoToThreeShardsInGit(t *testing.T) { twoToThreeShards(t, gitFlags) }
+
+func twoToThreeShards(t *testing.T, m mode) {
 	g := NewWithT(t)
 	rec := newRecorder()
 	t.Cleanup(func() { noOverlap(t, rec) }) // after the replicas stopped, whatever failed
-	old0, old1 := startReplica(t, rec, "old0", 0, 2), startReplica(t, rec, "old1", 1, 2)
+	old0, old1 := startReplica(t, rec, "old0", 0, 2, m.flags("old0")...), startReplica(t, rec, "old1", 1, 2, m.flags("old1")...)
 	// Two clusters that move to shard 2, and one that stays on each of
 	// shards 0 and 1.
 	moves := func(key string, taken []string) bool {
@@ -156,20 +189,25 @@ func TestTwoToThreeShards(t *testing.T) {
 	f := newFleet(t, 4, moves)
 	var ws []*workspacesv1.WorkspaceDeployment
 	var moving string
+	var movingWS *workspacesv1.WorkspaceDeployment // a workspace of a unit that moves
 	for i, cd := range f.clusters() {
 		ws = append(ws, f.workspace(t, fmt.Sprintf("w-%d", i), cd))
 		if shard.Desired(f.units[f.ns+"/"+cd].Key(), 3) == 2 {
-			moving = cd
+			moving, movingWS = cd, ws[len(ws)-1]
 		}
 	}
 	running(t, ws...)
 	f.expectHeldAsDesired(t, 2)
+	var sets map[string]types.UID
+	if m != nil {
+		sets = serviceSets(t, ws...)
+	}
 
 	// The new configuration: shard 2, and replicas of shards 0 and 1 that
 	// wait for their Leases.
-	startReplica(t, rec, "new2", 2, 3)
-	startReplica(t, rec, "new0", 0, 3)
-	startReplica(t, rec, "new1", 1, 3)
+	startReplica(t, rec, "new2", 2, 3, m.flags("new2")...)
+	startReplica(t, rec, "new0", 0, 3, m.flags("new0")...)
+	startReplica(t, rec, "new1", 1, 3, m.flags("new1")...)
 	// The workspaces go while the new replicas run, whatever fails.
 	t.Cleanup(func() {
 		for _, w := range ws {
@@ -187,8 +225,21 @@ func TestTwoToThreeShards(t *testing.T) {
 		g.Expect(c.Reason).To(Equal(workspacesv1.ShardHandOverReason), c.Message)
 	}, timeout, 200*time.Millisecond).Should(Succeed())
 
+	if m != nil {
+		// Git mode: the old holder stops a workspace of a moving unit after
+		// shard 2 read the branch; once shard 2 holds the unit, the
+		// workspace starts again. Shard 2 must commit the start, although
+		// what it renders is what its first view of the branch held: it
+		// reloads the branch when it takes the unit up.
+		setStopped(t, true, movingWS)
+		phase(t, workspacesv1.PhaseStopped, movingWS)
+	}
 	old0.Stop()
 	old1.Stop()
+	if m != nil {
+		f.expectHeldAsDesired(t, 3)
+		setStopped(t, false, movingWS)
+	}
 	running(t, ws...)
 	f.expectHeldAsDesired(t, 3)
 	g.Eventually(func(g Gomega) {
@@ -196,6 +247,9 @@ func TestTwoToThreeShards(t *testing.T) {
 		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(waiting), got)).To(Succeed())
 		g.Expect(condition(got, workspacesv1.ShardAssignedCondition)).To(BeNil(), "the wait is over")
 	}, timeout, 200*time.Millisecond).Should(Succeed())
+	if m != nil {
+		expectGitIntact(t, f.ns, sets, ws...)
+	}
 	// Deleting them is the new shards' work.
 	for _, w := range ws {
 		world.DeleteAndWait(t, env.Client, w)

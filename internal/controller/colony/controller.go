@@ -87,6 +87,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return ctrl.Result{RequeueAfter: ticket.RequeueAfter}, nil
 	}
 	defer ticket.Done()
+	ctx = ticket.WithUnit(ctx) // the Git sinks record the unit of what they commit
 	if c, ok := ticket.Holder.(*infrav1.Colony); ok {
 		obj = c
 	}

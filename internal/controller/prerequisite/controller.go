@@ -86,6 +86,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 			return ctrl.Result{RequeueAfter: ticket.RequeueAfter}, err
 		}
 		defer ticket.Done()
+		ctx = ticket.WithUnit(ctx) // the Git sinks record the unit of what they commit
 	}
 	if r.isRemoving(req.NamespacedName) {
 		return r.remove(ctx, ss) // decided: carried through, whoever comes meanwhile

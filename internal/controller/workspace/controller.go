@@ -135,6 +135,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 		return r.notActing(ctx, obj, ticket)
 	}
 	defer ticket.Done()
+	ctx = ticket.WithUnit(ctx) // the Git sinks record the unit of what they commit
 	readVersion := obj.ResourceVersion
 	sp := reconciler.NewPatcher(r.Client, obj)
 	oldPhase, oldReason := obj.Status.Phase, conditions.GetReason(obj, commonv1.ReadyCondition)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,6 +57,10 @@ type Git struct {
 	// NewSink makes the Git sink of a regional cluster's folder, whose
 	// Flux Kustomization is ks.
 	NewSink func(ctx context.Context, regional types.NamespacedName, folder string, ks types.NamespacedName) (*delivery.Git, error)
+	// SkipGoneSweep leaves out the search for regional clusters that are
+	// gone (Gone): set on the shards that do not run the regional routes
+	// controller, which consumes it (shards other than 0).
+	SkipGoneSweep bool
 
 	once sync.Once
 	set  *sinkset.Set[types.NamespacedName, *delivery.Git]
@@ -67,6 +72,11 @@ type Git struct {
 	// ClusterDeployment.
 	retiring, found map[types.NamespacedName]bool
 	orphans         chan event.GenericEvent
+	// made are the regional clusters whose sink was made, for SweepSoon.
+	made map[types.NamespacedName]bool
+	// resweep asks the loop of Start for a sweep of every sink (SweepSoon).
+	resweepOnce sync.Once
+	resweep     chan struct{}
 }
 
 // declaredKustomization is a regional cluster's Kustomization as rendered
@@ -85,6 +95,14 @@ func (s *Git) sinks() *sinkset.Set[types.NamespacedName, *delivery.Git] {
 			if err == nil && s.Alive != nil {
 				g.Sweep(OwnerKind, s.Alive) // runs once the clone is open
 			}
+			if err == nil {
+				s.mu.Lock()
+				if s.made == nil {
+					s.made = map[types.NamespacedName]bool{}
+				}
+				s.made[regional] = true
+				s.mu.Unlock()
+			}
 			return g, err
 		}}
 	})
@@ -95,7 +113,10 @@ func (s *Git) sinks() *sinkset.Set[types.NamespacedName, *delivery.Git] {
 // the folders and Kustomization files of regional clusters that are gone
 // once Main is open.
 func (s *Git) Start(ctx context.Context) error {
-	go s.sweepGone(ctx)
+	if !s.SkipGoneSweep {
+		go s.sweepGone(ctx)
+	}
+	go s.resweepLoop(ctx)
 	return s.sinks().Start(ctx)
 }
 
@@ -170,7 +191,9 @@ func (s *Git) declare(ctx context.Context, regional types.NamespacedName) error 
 		s.declared[regional] = d
 	}
 	owner := delivery.Owner{Kind: RegionalOwnerKind, Namespace: regional.Namespace, Name: regional.Name}
-	res, err := s.Main.Apply(ctx, owner, d.objs, d.inventory)
+	// Every shard with a workspace routed to the regional cluster writes
+	// this file alike: it is of no shard's unit.
+	res, err := s.Main.Apply(delivery.WithUnit(ctx, ""), owner, d.objs, d.inventory)
 	if res != nil && res.Inventory != nil {
 		d.inventory = res.Inventory
 	}
@@ -200,4 +223,70 @@ func (s *Git) render(ctx context.Context, regional types.NamespacedName) ([]*uns
 		return nil, err
 	}
 	return out.Objects, nil
+}
+
+// resweepDelay is how long SweepSoon waits for further asks before it
+// sweeps: units are taken up in bursts.
+const resweepDelay = 3 * time.Second
+
+// SweepSoon asks for a sweep of the folder of every regional cluster whose
+// sink was made, resweepDelay after the last ask. A shard asks once it took
+// units up: a sharded sink sweeps only the files of units its shard holds
+// (delivery.GitOptions.MayRemove), so the sweep when it opened may have
+// left the files of units the shard held only later.
+func (s *Git) SweepSoon() {
+	select {
+	case s.resweepChan() <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Git) resweepChan() chan struct{} {
+	s.resweepOnce.Do(func() { s.resweep = make(chan struct{}, 1) })
+	return s.resweep
+}
+
+// resweepLoop sweeps every made sink after SweepSoon, until ctx ends.
+func (s *Git) resweepLoop(ctx context.Context) {
+	asks := s.resweepChan()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-asks:
+		}
+		t := time.NewTimer(resweepDelay)
+	debounce:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-asks:
+				t.Reset(resweepDelay)
+			case <-t.C:
+				break debounce
+			}
+		}
+		s.sweepMade()
+	}
+}
+
+// sweepMade sweeps the folder of every regional cluster whose sink was
+// made and still runs.
+func (s *Git) sweepMade() {
+	if s.Alive == nil {
+		return
+	}
+	s.mu.Lock()
+	keys := make([]types.NamespacedName, 0, len(s.made))
+	for k := range s.made {
+		keys = append(keys, k)
+	}
+	s.mu.Unlock()
+	for _, k := range keys {
+		if g, ok := s.sinks().Lookup(k); ok {
+			g.Sweep(OwnerKind, s.Alive)
+		}
+	}
 }
