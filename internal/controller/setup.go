@@ -163,8 +163,11 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			Name:     "workspaceclass",
 			Requires: []schema.GroupVersionKind{serviceTemplateKind},
 			Setup: func(mgr ctrl.Manager) error {
-				return (&workspaceclass.Reconciler{Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass")}).
-					SetupWithManager(mgr, workspaceclass.Options{MaxConcurrentReconciles: c.WorkspaceClassWorkers})
+				r := &workspaceclass.Reconciler{Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass")}
+				if d.Shards.Enabled() {
+					r.Users = mgr.GetAPIReader() // a shard caches only its own buckets' workspaces
+				}
+				return r.SetupWithManager(mgr, workspaceclass.Options{MaxConcurrentReconciles: c.WorkspaceClassWorkers})
 			},
 		})
 	}
@@ -222,14 +225,18 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			},
 		})
 	}
-	if c.ClusterWide {
+	// The ledger upkeep runs on shard 0 only (one writer is enough) unless
+	// the shards' caches are split: then each shard keeps the charges of
+	// its own workspaces true, and shard 0 alone checks the charges of
+	// workspaces no cache of its holds.
+	if c.ClusterWide || d.Shards.Enabled() {
 		entries = append(entries, Entry{
 			Name:     "tenantquota",
 			Requires: []schema.GroupVersionKind{tenantQuotaKind},
 			Setup: func(mgr ctrl.Manager) error {
 				return (&tenantquota.Reconciler{
 					Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), EventRecorder: mgr.GetEventRecorder("apiary-tenantquota"),
-					Ledger: ledger, Clock: c.Clock,
+					Ledger: ledger, Clock: c.Clock, Sharded: d.Shards.Enabled(), CheckUnknown: c.ClusterWide,
 				}).SetupWithManager(mgr, tenantquota.Options{MaxConcurrentReconciles: c.TenantQuotaWorkers})
 			},
 		})

@@ -3,6 +3,7 @@ package tenantquota
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -11,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -52,6 +54,19 @@ type Reconciler struct {
 	// when nil. It must be the workspace reconciler's, whose charges it
 	// ages.
 	Clock clock.PassiveClock
+	// Sharded says the cache holds only this shard's buckets' workspaces.
+	// Every shard then keeps the charges of the workspaces it caches true;
+	// charges of workspaces no cache holds (gone without their cleanup, or
+	// another shard's) are checked on the API server by shard 0 only
+	// (CheckUnknown), which remembers a workspace it found for
+	// StaleChargeAfter instead of reading it again on every reconcile.
+	Sharded bool
+	// CheckUnknown: this replica removes the charges of workspaces that
+	// are gone (always without shards).
+	CheckUnknown bool
+
+	aliveMu sync.Mutex
+	alive   map[types.UID]time.Time
 }
 
 // Options configure the TenantQuota controller.
@@ -179,16 +194,57 @@ func (r *Reconciler) edits(ctx context.Context, q *quotav1alpha1.TenantQuota, se
 	}
 	e := quota.Reconcile(q.Status.Charges, func(ns string) bool { return selected[ns] }, members, r.now(), staleAfter)
 	for _, c := range e.Unknown {
+		if !r.CheckUnknown || r.confirmedAlive(c.UID, staleAfter) {
+			continue
+		}
 		ws := &workspacesv1.WorkspaceDeployment{}
 		err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: c.Name}, ws)
 		switch {
 		case apierrors.IsNotFound(err) || (err == nil && ws.UID != c.UID):
 			e.Remove = append(e.Remove, c)
+		case err == nil:
+			r.rememberAlive(c.UID, staleAfter)
 		case err != nil:
 			return quota.Edits{}, fmt.Errorf("reading workspace %s/%s: %w", c.Namespace, c.Name, err)
 		}
 	}
 	return e, nil
+}
+
+// confirmedAlive reports whether, with shards, the workspace of uid was
+// found on the API server less than ttl ago.
+func (r *Reconciler) confirmedAlive(uid types.UID, ttl time.Duration) bool {
+	if !r.Sharded {
+		return false
+	}
+	r.aliveMu.Lock()
+	defer r.aliveMu.Unlock()
+	at, ok := r.alive[uid]
+	if ok && r.now().Sub(at) >= ttl {
+		delete(r.alive, uid)
+		return false
+	}
+	return ok
+}
+
+// rememberAlive notes, with shards, that the workspace of uid exists; the
+// notes older than ttl are dropped on the way.
+func (r *Reconciler) rememberAlive(uid types.UID, ttl time.Duration) {
+	if !r.Sharded {
+		return
+	}
+	r.aliveMu.Lock()
+	defer r.aliveMu.Unlock()
+	if r.alive == nil {
+		r.alive = map[types.UID]time.Time{}
+	}
+	now := r.now()
+	for k, at := range r.alive {
+		if now.Sub(at) >= ttl {
+			delete(r.alive, k)
+		}
+	}
+	r.alive[uid] = now
 }
 
 // now is the time on the reconciler's clock.

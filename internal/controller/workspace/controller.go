@@ -137,6 +137,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	defer ticket.Done()
 	readVersion := obj.ResourceVersion
 	sp := reconciler.NewPatcher(r.Client, obj)
+	// The bucket label goes with the finalizer's write, or with the
+	// reconcile's last one when the finalizer is there (a unit that
+	// changed, a label a tenant changed).
+	r.setBucket(obj, ticket.Unit)
 	oldPhase, oldReason := obj.Status.Phase, conditions.GetReason(obj, commonv1.ReadyCondition)
 	neverDone := obj.Status.ObservedGeneration <= 0 // never Ready, never Stalled (-1: the CRD default)
 	// The shard acts: a wait it reported is over.
@@ -343,9 +347,24 @@ func quietPhase(p workspacesv1.WorkspacePhase) bool {
 // so): Apiary reads no ServiceSet's controller, and the workspace's
 // finalizer, which Apiary releases only once the ServiceSet is gone, does
 // what blockOwnerDeletion would.
+//
+// With shards, what is delivered carries the workspace's bucket label
+// (shard.BucketLabel), so that only the shard of its unit caches it; the
+// label is one the operator does not set either.
 func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
 	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
-		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{plan.WorkspaceLabel, plan.WorkspaceOwnerNamespaceLabel, plan.ManagedByLabel}}}
+		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{plan.WorkspaceLabel, plan.WorkspaceOwnerNamespaceLabel, plan.ManagedByLabel,
+			shard.BucketLabel}}}
+}
+
+// owner is workspaceOwner with, when sharded, the workspace's bucket label
+// on everything delivered (Reconcile set it right before acting).
+func (r *Reconciler) owner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
+	o := workspaceOwner(obj)
+	if v := obj.Labels[shard.BucketLabel]; r.Shards.Enabled() && v != "" {
+		o.Labels = map[string]string{shard.BucketLabel: v}
+	}
+	return o
 }
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -38,6 +39,11 @@ func (r *Reconciler) enterShard(ctx context.Context, obj *workspacesv1.Workspace
 // ShardAssigned=False (one write when the reason changes); any other shard
 // writes nothing.
 func (r *Reconciler) notActing(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, t shard.Ticket) (ctrl.Result, error) {
+	if relabelled, err := r.relabel(ctx, obj, t.Unit); err != nil || relabelled {
+		// The workspace leaves this shard's cache if its unit is another's;
+		// the shard caching it next reconciles it.
+		return ctrl.Result{RequeueAfter: t.RequeueAfter}, err
+	}
 	if t.Action != shard.Wait || !obj.DeletionTimestamp.IsZero() {
 		return ctrl.Result{RequeueAfter: t.RequeueAfter}, nil
 	}
@@ -69,12 +75,72 @@ func (r *Reconciler) shardPredicate() predicate.Predicate {
 	})
 }
 
+// A workspace labelled with a bucket of this shard that is not its unit's
+// is relevant too: this shard corrects the label (mustRelabel).
 func (r *Reconciler) relevant(ctx context.Context, w *workspacesv1.WorkspaceDeployment) bool {
 	if !r.Shards.Enabled() {
 		return true
 	}
 	u, err := r.Shards.UnitOfCluster(ctx, plan.ClusterKey(w))
-	return err != nil || r.Shards.Relevant(ctx, u)
+	return err != nil || r.mustRelabel(w, u) || r.Shards.Relevant(ctx, u)
+}
+
+// mustRelabel reports whether this shard corrects the bucket label of a
+// workspace of unit u. The shard desiring u does for any wrong label (it
+// sees workspaces without a valid label in its unbucketed informer); any
+// other shard only for a label naming one of its own buckets, since only
+// it caches such a workspace. So one shard, not every shard, labels a new
+// workspace, and a label naming another shard's bucket (stale or forged)
+// is corrected by the one shard that sees it.
+func (r *Reconciler) mustRelabel(w *workspacesv1.WorkspaceDeployment, u shard.Unit) bool {
+	if !r.Shards.Enabled() {
+		return false
+	}
+	_, wrong := r.Shards.Config.Relabel(u, w.Labels)
+	if !wrong {
+		return false
+	}
+	c := r.Shards.Config
+	return shard.Desired(u.Key(), c.Shards) == c.Index || c.DesiresBucket(w.Labels[shard.BucketLabel])
+}
+
+// setBucket sets, with shards, the bucket label of unit u on obj, in
+// memory: the caller's next write of the workspace's metadata carries it.
+func (r *Reconciler) setBucket(obj *workspacesv1.WorkspaceDeployment, u shard.Unit) bool {
+	if !r.Shards.Enabled() {
+		return false
+	}
+	v, wrong := r.Shards.Config.Relabel(u, obj.Labels)
+	if !wrong {
+		return false
+	}
+	if obj.Labels == nil {
+		obj.Labels = map[string]string{}
+	}
+	obj.Labels[shard.BucketLabel] = v
+	return true
+}
+
+// relabel writes the bucket label of unit u on a workspace this shard does
+// not act on (new, of another shard's unit, or whose label a tenant
+// changed), conditional on the version read: every shard caching the
+// workspace corrects it, so it reaches the cache of its unit's shard.
+func (r *Reconciler) relabel(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, u shard.Unit) (bool, error) {
+	if !r.mustRelabel(obj, u) {
+		return false, nil
+	}
+	before := obj.DeepCopy()
+	r.setBucket(obj, u)
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Patch(ctx, obj, patch, client.FieldOwner(reconciler.FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, fmt.Errorf("writing the shard bucket label: %w", err)
+	}
+	log.FromContext(ctx).V(1).Info("labelled a workspace with its unit's bucket", "unit", u.String(),
+		"bucket", obj.Labels[shard.BucketLabel], "was", before.Labels[shard.BucketLabel])
+	return true, nil
 }
 
 // mine drops, from what a watch maps to, the workspaces of other shards.
