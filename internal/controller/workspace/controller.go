@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -118,8 +119,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 	obj := &workspacesv1.WorkspaceDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) && r.Shards.Enabled() {
+			if err := r.reclaim(ctx, req.NamespacedName); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{}, reconciler.IgnoreGone(metrics.KindWorkspaceDeployment, req, err)
 	}
+	r.forgetLeft(req.NamespacedName)
 	defer metrics.ObserveReconcile(metrics.KindWorkspaceDeployment, req.NamespacedName, time.Now())
 	// A reconcile started by another event right after this manager's last
 	// write reads that write, not the cache's older copy.

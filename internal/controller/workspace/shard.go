@@ -6,8 +6,10 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -68,11 +70,73 @@ func (r *Reconciler) notActing(ctx context.Context, obj *workspacesv1.WorkspaceD
 
 // shardPredicate lets through the events of workspaces this shard may have
 // work on: its clusters' and the ones it holds. Reconciles decide again.
+// A workspace that left this shard's cache without being deleted (a
+// tenant moved its bucket label to another shard's bucket) is noted, so
+// that its reconcile, finding it gone from the cache, reads it past the
+// cache and takes it back when its unit is this shard's (reclaim).
 func (r *Reconciler) shardPredicate() predicate.Predicate {
-	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+	relevant := func(o client.Object) bool {
 		w, ok := o.(*workspacesv1.WorkspaceDeployment)
 		return !ok || r.relevant(context.Background(), w)
-	})
+	}
+	return predicate.Funcs{
+		CreateFunc:  func(e event.CreateEvent) bool { return relevant(e.Object) },
+		UpdateFunc:  func(e event.UpdateEvent) bool { return relevant(e.ObjectNew) },
+		GenericFunc: func(e event.GenericEvent) bool { return relevant(e.Object) },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			if !relevant(e.Object) {
+				return false
+			}
+			if r.Shards.Enabled() && e.Object.GetDeletionTimestamp().IsZero() &&
+				!r.Shards.Config.DesiresBucket(e.Object.GetLabels()[shard.BucketLabel]) {
+				r.noteLeft(client.ObjectKeyFromObject(e.Object))
+			}
+			return true
+		},
+	}
+}
+
+func (r *Reconciler) noteLeft(key types.NamespacedName) {
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	if r.left == nil {
+		r.left = map[types.NamespacedName]bool{}
+	}
+	r.left[key] = true
+}
+
+// forgetLeft drops the note of a workspace the cache holds again.
+func (r *Reconciler) forgetLeft(key types.NamespacedName) {
+	if !r.Shards.Enabled() {
+		return
+	}
+	r.leftMu.Lock()
+	defer r.leftMu.Unlock()
+	delete(r.left, key)
+}
+
+// reclaim reads past the cache a workspace noted as having left it and,
+// when its unit is this shard's, writes its unit's bucket back: so a label
+// a tenant moved to another shard's bucket does not hide the workspace
+// from this shard for longer than a write, even when that shard is down.
+func (r *Reconciler) reclaim(ctx context.Context, key types.NamespacedName) error {
+	r.leftMu.Lock()
+	left := r.left[key]
+	delete(r.left, key)
+	r.leftMu.Unlock()
+	if !left || r.APIReader == nil {
+		return nil
+	}
+	obj := &workspacesv1.WorkspaceDeployment{}
+	if err := r.APIReader.Get(ctx, key, obj); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	u, err := r.Shards.UnitOfCluster(ctx, plan.ClusterKey(obj))
+	if err != nil || shard.Desired(u.Key(), r.Shards.Config.Shards) != r.Shards.Config.Index {
+		return err
+	}
+	_, err = r.relabel(ctx, obj, u)
+	return err
 }
 
 // A workspace labelled with a bucket of this shard that is not its unit's
