@@ -247,7 +247,9 @@ func (p *pairInformer) add(f func(cache.Informer) (toolscache.ResourceEventHandl
 }
 
 func (p *pairInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
-	return p.add(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) { return i.AddEventHandler(h) })
+	return p.add(func(i cache.Informer) (toolscache.ResourceEventHandlerRegistration, error) {
+		return i.AddEventHandler(h)
+	})
 }
 
 func (p *pairInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -304,7 +306,7 @@ type doneChecker struct {
 	done chan struct{}
 }
 
-func (d *doneChecker) Name() string           { return "split " + d.name }
+func (d *doneChecker) Name() string          { return "split " + d.name }
 func (d *doneChecker) Done() <-chan struct{} { return d.done }
 
 // cachedObjects reports how many objects of each split kind a shard's
