@@ -102,16 +102,35 @@ func (q *quarantine) newInformer(lw toolscache.ListerWatcher, obj runtime.Object
 	return q.newInformerWith(nil)(lw, obj, resync, idx)
 }
 
-// newInformerWith is newInformer for a cache that selects some of Apiary's
-// kinds by label: the quarantine's ListerWatcher replaces the cache's, which
-// applied the cache's selector, so it applies selectors[gvk] itself.
+// newInformerWith is newInformer for a cache that selects some kinds by
+// label (a shard's, splitcache.go): the informers of those kinds list and
+// watch what selectors[gvk] selects. The selectors are applied here rather
+// than in the cache's options, which would need every kind's REST mapping
+// when the cache is built, before k0rdent's CRDs may be installed.
 func (q *quarantine) newInformerWith(selectors map[schema.GroupVersionKind]labels.Selector) func(toolscache.ListerWatcher,
 	runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 		if gvk, ok := q.kindOf(obj); ok {
 			lw = q.listWatch(gvk, selectors[gvk])
+		} else if gvk, err := apiutil.GVKForObject(obj, q.scheme); err == nil && selectors[gvk] != nil {
+			lw = withSelector(lw, selectors[gvk])
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+	}
+}
+
+// withSelector lists and watches through lw what sel selects.
+func withSelector(lw toolscache.ListerWatcher, sel labels.Selector) toolscache.ListerWatcher {
+	c := toolscache.ToListerWatcherWithContext(lw)
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = sel.String()
+			return c.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = sel.String()
+			return c.WatchWithContext(ctx, opts)
+		},
 	}
 }
 

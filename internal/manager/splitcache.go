@@ -57,10 +57,9 @@ type splitCache struct {
 func newShardCache(c shard.Config, q *quarantine) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		own, unbucketed := opts, opts
-		own.ByObject, unbucketed.ByObject = map[client.Object]cache.ByObject{}, map[client.Object]cache.ByObject{}
-		for obj, by := range opts.ByObject {
-			own.ByObject[obj] = by
-		}
+		// The unbucketed cache has the options of the split kinds only (the
+		// Secrets' transform); the selectors are the informers' (quarantine).
+		unbucketed.ByObject = map[client.Object]cache.ByObject{}
 		split := map[schema.GroupKind]bool{}
 		ownSel, unbucketedSel := map[schema.GroupVersionKind]labels.Selector{}, map[schema.GroupVersionKind]labels.Selector{}
 		for _, obj := range splitKinds() {
@@ -70,10 +69,11 @@ func newShardCache(c shard.Config, q *quarantine) cache.NewCacheFunc {
 			}
 			split[gvk.GroupKind()] = true
 			ownSel[gvk], unbucketedSel[gvk] = c.OwnSelector(), shard.UnbucketedSelector()
-			ownBy, unbucketedBy := byObjectOf(opts.ByObject, gvk, opts.Scheme), byObjectOf(opts.ByObject, gvk, opts.Scheme)
-			ownBy.Label, unbucketedBy.Label = c.OwnSelector(), shard.UnbucketedSelector()
-			deleteByObject(own.ByObject, gvk, opts.Scheme)
-			own.ByObject[obj], unbucketed.ByObject[obj] = ownBy, unbucketedBy
+			for o, by := range opts.ByObject {
+				if g, err := apiutil.GVKForObject(o, opts.Scheme); err == nil && g == gvk {
+					unbucketed.ByObject[o] = by
+				}
+			}
 		}
 		own.NewInformer, unbucketed.NewInformer = q.newInformerWith(ownSel), q.newInformerWith(unbucketedSel)
 		ownCache, err := cache.New(cfg, own)
@@ -87,24 +87,6 @@ func newShardCache(c shard.Config, q *quarantine) cache.NewCacheFunc {
 		sc := &splitCache{Cache: ownCache, unbucketed: unbucketedCache, split: split, scheme: opts.Scheme}
 		registerCachedObjects(sc)
 		return sc, nil
-	}
-}
-
-// byObjectOf is the options of the kind gvk in byObject (zero when none).
-func byObjectOf(byObject map[client.Object]cache.ByObject, gvk schema.GroupVersionKind, s *runtime.Scheme) cache.ByObject {
-	for obj, by := range byObject {
-		if g, err := apiutil.GVKForObject(obj, s); err == nil && g == gvk {
-			return by
-		}
-	}
-	return cache.ByObject{}
-}
-
-func deleteByObject(byObject map[client.Object]cache.ByObject, gvk schema.GroupVersionKind, s *runtime.Scheme) {
-	for obj := range byObject {
-		if g, err := apiutil.GVKForObject(obj, s); err == nil && g == gvk {
-			delete(byObject, obj)
-		}
 	}
 }
 

@@ -21,6 +21,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Index: 1, Shards: 0}, true},
 		{Config{Index: -1, Shards: 2}, true},
 		{Config{Index: 0, Shards: -2}, true},
+		{Config{Index: 0, Shards: Buckets}, false},
+		{Config{Index: 0, Shards: Buckets + 1}, true},
 	} {
 		t.Run(fmt.Sprintf("%d-of-%d", tc.c.Index, tc.c.Shards), func(t *testing.T) {
 			g := NewWithT(t)
