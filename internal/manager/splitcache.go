@@ -75,6 +75,7 @@ func newShardCache(c shard.Config, q *quarantine) cache.NewCacheFunc {
 				}
 			}
 		}
+		unbucketed.DefaultTransform = summarizeWorkspaces(opts.DefaultTransform)
 		own.NewInformer, unbucketed.NewInformer = q.newInformerWith(ownSel), q.newInformerWith(unbucketedSel)
 		ownCache, err := cache.New(cfg, own)
 		if err != nil {
@@ -87,6 +88,30 @@ func newShardCache(c shard.Config, q *quarantine) cache.NewCacheFunc {
 		sc := &splitCache{Cache: ownCache, unbucketed: unbucketedCache, split: split, scheme: opts.Scheme}
 		registerCachedObjects(sc)
 		return sc, nil
+	}
+}
+
+// summarizeWorkspaces is the transform of the unbucketed cache: its
+// workspaces are kept as a summary — metadata, the cluster and the class
+// they name — since no shard acts on a workspace without a valid bucket
+// (the workspace controller only labels it, and acts once the label brings
+// the whole object into the own informer). Every shard caches the new
+// workspaces until they are labelled: as summaries, a rollout of thousands
+// costs each shard little. Other objects get next.
+func summarizeWorkspaces(next toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(in any) (any, error) {
+		w, ok := in.(*workspacesv1.WorkspaceDeployment)
+		if !ok {
+			if next == nil {
+				return in, nil
+			}
+			return next(in)
+		}
+		out := &workspacesv1.WorkspaceDeployment{TypeMeta: w.TypeMeta, ObjectMeta: w.ObjectMeta}
+		out.ManagedFields = nil
+		out.Spec.ClusterDeploymentRef = w.Spec.ClusterDeploymentRef
+		out.Spec.WorkspaceClassRef = w.Spec.WorkspaceClassRef
+		return out, nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -52,7 +53,8 @@ func TestShardCacheHoldsItsOwnBuckets(t *testing.T) {
 	workspace := func(name, bucket string) *workspacesv1.WorkspaceDeployment {
 		w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: labelled(name, bucket)},
 			Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: "class",
-				ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "cd"}}}
+				ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: "cd"},
+				Resources:            &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{GPUCount: ptr.To[int32](1)}}}}
 		g.Expect(env.Client.Create(ctx, w)).To(Succeed())
 		return w
 	}
@@ -108,6 +110,15 @@ func TestShardCacheHoldsItsOwnBuckets(t *testing.T) {
 	g.Expect(cached(&workspacesv1.WorkspaceDeployment{}, "own")).To(BeTrue())
 	g.Expect(cached(&workspacesv1.WorkspaceDeployment{}, "none")).To(BeTrue())
 	g.Expect(cached(&workspacesv1.WorkspaceDeployment{}, "other")).To(BeFalse())
+	// Without a bucket, a workspace is cached as a summary: what finds its
+	// unit, not what a reconcile would act on.
+	summary, whole := &workspacesv1.WorkspaceDeployment{}, &workspacesv1.WorkspaceDeployment{}
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "none"}, summary)).To(Succeed())
+	g.Expect(summary.Spec.ClusterDeploymentRef.Name).To(Equal("cd"))
+	g.Expect(summary.Spec.WorkspaceClassRef).To(Equal("class"))
+	g.Expect(summary.Spec.Resources).To(BeNil())
+	g.Expect(c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "own"}, whole)).To(Succeed())
+	g.Expect(whole.Spec.Resources).NotTo(BeNil())
 	g.Expect(cached(&corev1.Secret{}, "own")).To(BeTrue())
 	g.Expect(cached(&corev1.Secret{}, "none")).To(BeTrue())
 	g.Expect(cached(&corev1.Secret{}, "other")).To(BeFalse())

@@ -150,6 +150,13 @@ func bucketSelector(op selection.Operator, buckets []int) labels.Selector {
 	return labels.NewSelector().Add(*req)
 }
 
+// HasBucket reports whether labels carry a valid bucket: an object without
+// one is cached by every shard, by its unbucketed informer.
+func HasBucket(labels map[string]string) bool {
+	_, ok := ParseBucket(labels[BucketLabel])
+	return ok
+}
+
 // DesiresBucket reports whether shard c caches objects labelled with v:
 // v is a bucket c desires. Always true without sharding.
 func (c Config) DesiresBucket(v string) bool {

@@ -30,6 +30,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/shard"
 )
 
 // DefaultStaleChargeAfter is how long a charge that no admission in force
@@ -178,6 +179,12 @@ func (r *Reconciler) edits(ctx context.Context, q *quotav1alpha1.TenantQuota, se
 		}
 		for i := range list.Items {
 			ws := &list.Items[i]
+			if r.Sharded && !shard.HasBucket(ws.Labels) {
+				// A summary without its status (not labelled yet, or its
+				// label broken): not a member here; shard 0 checks its
+				// charge on the API server.
+				continue
+			}
 			m := quota.Member{Namespace: ws.Namespace, Name: ws.Name, UID: ws.UID, Deleting: !ws.DeletionTimestamp.IsZero()}
 			if a := ws.Status.Admission; a != nil {
 				c := quota.AdmissionRequest(ws, a).Charge(a.AdmittedAt)

@@ -135,6 +135,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.Shards.Enabled() && !shard.HasBucket(obj.Labels) {
+		// A summary from the informer of workspaces without a bucket: label
+		// it (with its finalizer), never act on it.
+		ticket.Done()
+		return r.labelUnbucketed(ctx, obj, ticket)
+	}
 	if !ticket.Acting() {
 		if ticket.Action == shard.Wait {
 			w.waitFor(wake.Topic{Kind: waitShard})

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -103,6 +104,32 @@ func (r *Reconciler) noteLeft(key types.NamespacedName) {
 		r.left = map[types.NamespacedName]bool{}
 	}
 	r.left[key] = true
+}
+
+// labelUnbucketed writes the bucket label of a workspace without a valid
+// one, which this shard caches as a summary only (internal/manager's split
+// cache): the shard desiring its unit labels it, adding the finalizer in
+// the same write when it acts on the unit, as the first reconcile of a
+// workspace would; the label brings the whole workspace into that shard's
+// own informer, whose event reconciles it. Other shards do nothing.
+func (r *Reconciler) labelUnbucketed(ctx context.Context, obj *workspacesv1.WorkspaceDeployment, t shard.Ticket) (ctrl.Result, error) {
+	if !r.mustRelabel(obj, t.Unit) {
+		return ctrl.Result{RequeueAfter: t.RequeueAfter}, nil
+	}
+	before := obj.DeepCopy()
+	r.setBucket(obj, t.Unit)
+	if t.Acting() && obj.DeletionTimestamp.IsZero() {
+		controllerutil.AddFinalizer(obj, workspacesv1.WorkspaceDeploymentFinalizer)
+	}
+	// The diff of two summaries is the metadata alone.
+	patch := client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})
+	if err := r.Patch(ctx, obj, patch, client.FieldOwner(reconciler.FieldOwner)); err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return ctrl.Result{RequeueAfter: shard.Retry}, nil
+		}
+		return ctrl.Result{}, fmt.Errorf("writing the shard bucket label: %w", err)
+	}
+	return ctrl.Result{}, nil
 }
 
 // forgetLeft drops the note of a workspace the cache holds again.
