@@ -163,8 +163,11 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			Name:     "workspaceclass",
 			Requires: []schema.GroupVersionKind{serviceTemplateKind},
 			Setup: func(mgr ctrl.Manager) error {
-				return (&workspaceclass.Reconciler{Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass")}).
-					SetupWithManager(mgr, workspaceclass.Options{MaxConcurrentReconciles: c.WorkspaceClassWorkers})
+				r := &workspaceclass.Reconciler{Client: mgr.GetClient(), EventRecorder: mgr.GetEventRecorder("apiary-workspaceclass")}
+				if d.Shards.Enabled() {
+					r.Users = mgr.GetAPIReader() // a shard caches only its own buckets' workspaces
+				}
+				return r.SetupWithManager(mgr, workspaceclass.Options{MaxConcurrentReconciles: c.WorkspaceClassWorkers})
 			},
 		})
 	}
@@ -206,7 +209,9 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			Name:     "regionalroutes",
 			Requires: withFlux(clusterDeploymentKind),
 			Setup: func(mgr ctrl.Manager) error {
-				return (&regionalroutes.Reconciler{Client: mgr.GetClient(), Sinks: g}).SetupWithManager(mgr)
+				return (&regionalroutes.Reconciler{
+					Client: mgr.GetClient(), Sinks: g, APIReader: mgr.GetAPIReader(), Sharded: d.Shards.Enabled(),
+				}).SetupWithManager(mgr)
 			},
 		})
 	}
@@ -222,6 +227,9 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 			},
 		})
 	}
+	// The quota's own upkeep (limits, summary, settling old in-flight
+	// changes, recounts) reads workspaces live, never from the cache: one
+	// writer is enough, on shard 0.
 	if c.ClusterWide {
 		entries = append(entries, Entry{
 			Name:     "tenantquota",

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
@@ -232,9 +233,16 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 	quarantined := newQuarantine(opts.RestConfig, scheme, opts.Logger)
 	cacheOpts := cacheOptions(opts)
 	cacheOpts.NewInformer = quarantined.newInformer
+	var newCache cache.NewCacheFunc
+	if opts.Shard.Enabled() {
+		// Each shard caches only its own buckets' workspaces, ServiceSets
+		// and Secrets (splitcache.go).
+		newCache = newShardCache(opts.Shard, quarantined)
+	}
 	mgr, err := ctrl.NewManager(opts.RestConfig, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOpts,
+		NewCache:                      newCache,
 		Logger:                        opts.Logger,
 		Metrics:                       metricsOptions(opts),
 		HealthProbeBindAddress:        opts.HealthProbeBindAddress,

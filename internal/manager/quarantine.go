@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -98,10 +99,39 @@ func (q *quarantine) report(c client.Client, r events.EventRecorder) {
 // newInformer is the cache's NewInformer: Apiary's kinds get the
 // quarantine's ListerWatcher; every other kind the one it was given.
 func (q *quarantine) newInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-	if gvk, ok := q.kindOf(obj); ok {
-		lw = q.listWatch(gvk)
+	return q.newInformerWith(nil)(lw, obj, resync, idx)
+}
+
+// newInformerWith is newInformer for a cache that selects some kinds by
+// label (a shard's, splitcache.go): the informers of those kinds list and
+// watch what selectors[gvk] selects. The selectors are applied here rather
+// than in the cache's options, which would need every kind's REST mapping
+// when the cache is built, before k0rdent's CRDs may be installed.
+func (q *quarantine) newInformerWith(selectors map[schema.GroupVersionKind]labels.Selector) func(toolscache.ListerWatcher,
+	runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		if gvk, ok := q.kindOf(obj); ok {
+			lw = q.listWatch(gvk, selectors[gvk])
+		} else if gvk, err := apiutil.GVKForObject(obj, q.scheme); err == nil && selectors[gvk] != nil {
+			lw = withSelector(lw, selectors[gvk])
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 	}
-	return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
+}
+
+// withSelector lists and watches through lw what sel selects.
+func withSelector(lw toolscache.ListerWatcher, sel labels.Selector) toolscache.ListerWatcher {
+	c := toolscache.ToListerWatcherWithContext(lw)
+	return &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			opts.LabelSelector = sel.String()
+			return c.ListWithContext(ctx, opts)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.LabelSelector = sel.String()
+			return c.WatchWithContext(ctx, opts)
+		},
+	}
 }
 
 // kindOf is obj's kind when it is a typed object of a quarantined group.
@@ -147,10 +177,14 @@ func (q *quarantine) resource(gvk schema.GroupVersionKind) (dynamic.Namespaceabl
 }
 
 // listWatch lists and watches gvk in every namespace (the manager's cache
-// has no namespace or selector restriction for Apiary's kinds).
-func (q *quarantine) listWatch(gvk schema.GroupVersionKind) *toolscache.ListWatch {
+// has no namespace restriction for Apiary's kinds), the objects sel selects
+// when not nil (a shard's workspaces).
+func (q *quarantine) listWatch(gvk schema.GroupVersionKind, sel labels.Selector) *toolscache.ListWatch {
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			if sel != nil {
+				opts.LabelSelector = sel.String()
+			}
 			res, err := q.resource(gvk)
 			if err != nil {
 				return nil, err
@@ -162,6 +196,9 @@ func (q *quarantine) listWatch(gvk schema.GroupVersionKind) *toolscache.ListWatc
 			return q.typedList(ctx, gvk, ul)
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			if sel != nil {
+				opts.LabelSelector = sel.String()
+			}
 			res, err := q.resource(gvk)
 			if err != nil {
 				return nil, err

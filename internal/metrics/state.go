@@ -26,6 +26,12 @@ type Source struct {
 	// replica is elected and the controllers that watch them run, so the
 	// informers exist and a scrape starts none. Nil means false.
 	Colonies, Workspaces func() bool
+	// Quotas reports whether TenantQuotas may be read; Workspaces when nil.
+	Quotas func() bool
+	// Counts, when set, says which workspaces of the cache this replica
+	// reports: a shard those of its own buckets, so that sums over shards
+	// count each workspace once. Every workspace when nil.
+	Counts func(*workspacesv1.WorkspaceDeployment) bool
 	// Children is the child-cluster manager; nil reports no child caches.
 	Children *childcluster.Manager
 }
@@ -117,7 +123,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		c.collectColonies(ctx, s.Reader, gauge)
 	}
 	if s.Workspaces != nil && s.Workspaces() {
-		c.collectWorkspaces(ctx, s.Reader, gauge)
+		c.collectWorkspaces(ctx, s.Reader, s.Counts, gauge)
+		if s.Quotas == nil {
+			c.collectQuotas(ctx, s.Reader, gauge)
+		}
+	}
+	if s.Quotas != nil && s.Quotas() {
 		c.collectQuotas(ctx, s.Reader, gauge)
 	}
 }
@@ -145,7 +156,7 @@ func (c *stateCollector) collectColonies(ctx context.Context, r client.Reader, g
 	}
 }
 
-func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader, gauge gaugeFunc) {
+func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader, counts func(*workspacesv1.WorkspaceDeployment) bool, gauge gaugeFunc) {
 	list := &workspacesv1.WorkspaceDeploymentList{}
 	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.Log.WithName("metrics").V(1).Info("listing WorkspaceDeployments for metrics failed", "error", err.Error())
@@ -163,6 +174,9 @@ func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader,
 	targeted := map[types.NamespacedName]bool{}
 	for i := range list.Items {
 		w := &list.Items[i]
+		if counts != nil && !counts(w) {
+			continue
+		}
 		phase := w.Status.Phase
 		if phase == "" {
 			phase = workspacesv1.PhasePending

@@ -6,10 +6,12 @@
 // together keeps the GPU gate, the prerequisite installs and the child
 // caches of a cluster in one process.
 //
-// A unit's desired shard is a jump consistent hash of the FNV-1a-64 hash of
-// its key over the number of shards, as kube-state-metrics shards: stable,
-// and growing the shards by one moves about 1/(N+1) of the units, all to the
-// new shard. Which shard acts on a unit is recorded on its holder object
+// A unit's key is hashed (FNV-1a-64) into one of Buckets buckets, and a
+// bucket's desired shard is a consistent assignment of buckets to
+// shards (DesiredOfBucket): stable, balanced to one bucket, and growing the
+// shards by one moves about 1/(N+1) of the buckets, all to the new shard. Workspaces
+// and the objects delivered for them carry their unit's bucket in
+// BucketLabel, so that each shard caches only its own buckets' objects. Which shard acts on a unit is recorded on its holder object
 // (the Colony, or the ClusterDeployment) in HolderAnnotation, written with
 // the object's resourceVersion as precondition, so that two shards never
 // hold a unit at once: a shard claims a unit that no one holds, drains and
@@ -21,7 +23,6 @@ package shard
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"strconv"
 )
 
@@ -50,6 +51,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Shards < 0:
 		return fmt.Errorf("the number of shards %d is negative", c.Shards)
+	case c.Shards > Buckets:
+		return fmt.Errorf("the number of shards %d is above %d, the number of buckets units are hashed into", c.Shards, Buckets)
 	case c.Index < 0:
 		return fmt.Errorf("the shard index %d is negative", c.Index)
 	case c.Index >= max(c.Shards, 1):
@@ -75,27 +78,11 @@ func LeaseIndex(name string) (int, bool) {
 	return i, true
 }
 
-// Desired is the shard a unit key belongs to among shards: a jump
-// consistent hash of the key's FNV-1a-64 hash. Without sharding it is 0.
+// Desired is the shard a unit key belongs to among shards: the shard of
+// its bucket (DesiredOfBucket of Bucket), so that a shard's cache can select
+// its units' objects by the bucket label. Without sharding it is 0.
 func Desired(key string, shards int) int {
-	if shards <= 1 {
-		return 0
-	}
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(key))
-	return jump(h.Sum64(), shards)
-}
-
-// jump is Lamping and Veach's jump consistent hash ("A Fast, Minimal Memory,
-// Consistent Hash Algorithm", 2014): the bucket of key among buckets.
-func jump(key uint64, buckets int) int {
-	var b, j int64 = -1, 0
-	for j < int64(buckets) {
-		b = j
-		key = key*2862933555777941757 + 1
-		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
-	}
-	return int(b)
+	return DesiredOfBucket(Bucket(key), shards)
 }
 
 // ErrInvalidHolder is returned by ParseHolder for an annotation that is no

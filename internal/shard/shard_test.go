@@ -21,6 +21,8 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Index: 1, Shards: 0}, true},
 		{Config{Index: -1, Shards: 2}, true},
 		{Config{Index: 0, Shards: -2}, true},
+		{Config{Index: 0, Shards: Buckets}, false},
+		{Config{Index: 0, Shards: Buckets + 1}, true},
 	} {
 		t.Run(fmt.Sprintf("%d-of-%d", tc.c.Index, tc.c.Shards), func(t *testing.T) {
 			g := NewWithT(t)
@@ -83,18 +85,11 @@ func TestDesiredIsStable(t *testing.T) {
 		}
 	}
 	g.Expect(got).To(Equal(map[string][]int{
-		"team-a/colony":      {1, 1, 3},
+		"team-a/colony":      {0, 0, 3},
 		"team-b/gpu-cluster": {1, 2, 2},
-		"default/cd-1":       {0, 0, 0},
+		"default/cd-1":       {1, 1, 1},
 	}))
-	// Known values of the jump consistent hash: bucket of key k among n.
-	g.Expect(jump(0, 1)).To(Equal(0))
-	g.Expect(jump(0, 100)).To(Equal(0))
-	g.Expect(jump(1, 10)).To(Equal(6))
-	g.Expect(jump(0xdeadbeef, 1000)).To(Equal(285))
-	for k := range uint64(1000) {
-		g.Expect(jump(k, 1)).To(Equal(0))
-	}
+	g.Expect([]int{Bucket("team-a/colony"), Bucket("team-b/gpu-cluster"), Bucket("default/cd-1")}).To(Equal([]int{109, 221, 102}))
 }
 
 // TestDesiredSpreadsAndMovesLittle checks the properties sharding relies on:

@@ -128,15 +128,26 @@ func (f *fleet) workspace(t *testing.T, name, cd string) *workspacesv1.Workspace
 	t.Helper()
 	name += f.ns[strings.LastIndex(f.ns, "-"):]
 	f.used[f.ns+"/"+cd] = true
-	w := &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
+	w := f.newWorkspace(name, cd)
+	f.create(t, w)
+	return w
+}
+
+// newWorkspace is a workspace with one GPU on cluster cd, not created.
+func (f *fleet) newWorkspace(name, cd string) *workspacesv1.WorkspaceDeployment {
+	return &workspacesv1.WorkspaceDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: name},
 		Spec: workspacesv1.WorkspaceDeploymentSpec{WorkspaceClassRef: f.class,
 			ClusterDeploymentRef: workspacesv1.ClusterDeploymentReference{Name: cd},
 			Resources:            &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{GPUCount: ptr.To[int32](1)}}}}
+}
+
+// create creates a workspace, deleted (and awaited) when the test ends.
+func (f *fleet) create(t *testing.T, w *workspacesv1.WorkspaceDeployment) {
+	t.Helper()
 	if err := env.Client.Create(context.Background(), w); err != nil {
-		t.Fatalf("creating workspace %s: %v", name, err)
+		t.Fatalf("creating workspace %s: %v", w.Name, err)
 	}
 	t.Cleanup(func() { world.DeleteAndWait(t, env.Client, w) })
-	return w
 }
 
 // holders reads the shard claim of every unit of the fleet that some

@@ -24,6 +24,11 @@ import (
 	"github.com/apiaryhq/apiary/internal/naming"
 )
 
+// shardedRecheck is how often, with shards, a regional cluster being
+// deleted counts again the workspaces routed there: the other shards'
+// workspaces are not in this shard's cache, so their watch cannot wake it.
+const shardedRecheck = 30 * time.Second
+
 // regionalRetireSafety is the requeue while a regional cluster's
 // Kustomization removal waits for its commit; Main's notice comes first.
 const regionalRetireSafety = time.Minute
@@ -40,6 +45,12 @@ const regionalRetireSafety = time.Minute
 type Reconciler struct {
 	client.Client
 	Sinks *routesink.Git
+	// APIReader lists workspaces past the cache when Sharded.
+	APIReader client.Reader
+	// Sharded says the cache holds only this shard's buckets' workspaces:
+	// the workspaces routed to a regional cluster are then counted on the
+	// API server.
+	Sharded bool
 }
 
 // SetupWithManager registers the controller. It lists workspaces by the
@@ -74,6 +85,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	default:
 		if n := r.routedThere(ctx, key); n > 0 {
 			logger.V(1).Info("the regional cluster is being deleted; waiting for its workspaces' routes to leave", "workspaces", n)
+			if r.Sharded {
+				return ctrl.Result{RequeueAfter: shardedRecheck}, nil
+			}
 			return ctrl.Result{}, nil // the workspace watch wakes it
 		}
 	}
@@ -96,6 +110,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // routedThere counts the workspaces whose routes are delivered through Git
 // to a regional cluster.
 func (r *Reconciler) routedThere(ctx context.Context, key types.NamespacedName) int {
+	if r.Sharded && r.APIReader != nil {
+		return r.routedThereLive(ctx, key)
+	}
 	list := &workspacesv1.WorkspaceDeploymentList{}
 	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceRegional: key.String()}); err != nil {
 		return 1 // cannot tell: wait
@@ -107,6 +124,27 @@ func (r *Reconciler) routedThere(ctx context.Context, key types.NamespacedName) 
 		}
 	}
 	return n
+}
+
+// routedThereLive counts them on the API server, page by page (a shard's
+// cache holds only its own buckets' workspaces); only while a regional
+// cluster is being deleted.
+func (r *Reconciler) routedThereLive(ctx context.Context, key types.NamespacedName) int {
+	n := 0
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	for cont := ""; ; {
+		if err := r.APIReader.List(ctx, list, client.Limit(500), client.Continue(cont)); err != nil {
+			return max(n, 1) // cannot tell: wait
+		}
+		for i := range list.Items {
+			if routesDelivered(&list.Items[i], key.String()) {
+				n++
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return n
+		}
+	}
 }
 
 // routesDelivered reports whether a workspace's routes are delivered to a

@@ -7,6 +7,7 @@ import (
 	"github.com/fluxcd/pkg/apis/meta"
 	"github.com/fluxcd/pkg/runtime/conditions"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	kerrors "k8s.io/apimachinery/pkg/util/errors"
 	"k8s.io/client-go/tools/events"
@@ -118,8 +119,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 	obj := &workspacesv1.WorkspaceDeployment{}
 	if err := r.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) && r.Shards.Enabled() {
+			if err := r.reclaim(ctx, req.NamespacedName); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 		return ctrl.Result{}, reconciler.IgnoreGone(metrics.KindWorkspaceDeployment, req, err)
 	}
+	r.forgetLeft(req.NamespacedName)
 	defer metrics.ObserveReconcile(metrics.KindWorkspaceDeployment, req.NamespacedName, time.Now())
 	// A reconcile started by another event right after this manager's last
 	// write reads that write, not the cache's older copy.
@@ -127,6 +134,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	ticket, err := r.enterShard(ctx, obj)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if r.Shards.Enabled() && !shard.HasBucket(obj.Labels) {
+		// A summary from the informer of workspaces without a bucket: label
+		// it (with its finalizer), never act on it.
+		ticket.Done()
+		return r.labelUnbucketed(ctx, obj, ticket)
 	}
 	if !ticket.Acting() {
 		if ticket.Action == shard.Wait {
@@ -138,6 +151,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	ctx = ticket.WithUnit(ctx) // the Git sinks record the unit of what they commit
 	readVersion := obj.ResourceVersion
 	sp := reconciler.NewPatcher(r.Client, obj)
+	// The bucket label goes with the finalizer's write, or with the
+	// reconcile's last one when the finalizer is there (a unit that
+	// changed, a label a tenant changed).
+	r.setBucket(obj, ticket.Unit)
 	oldPhase, oldReason := obj.Status.Phase, conditions.GetReason(obj, commonv1.ReadyCondition)
 	neverDone := obj.Status.ObservedGeneration <= 0 // never Ready, never Stalled (-1: the CRD default)
 	// The shard acts: a wait it reported is over.
@@ -362,9 +379,24 @@ func quietPhase(p workspacesv1.WorkspacePhase) bool {
 // so): Apiary reads no ServiceSet's controller, and the workspace's
 // finalizer, which Apiary releases only once the ServiceSet is gone, does
 // what blockOwnerDeletion would.
+//
+// With shards, what is delivered carries the workspace's bucket label
+// (shard.BucketLabel), so that only the shard of its unit caches it; the
+// label is one the operator does not set either.
 func workspaceOwner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
 	return delivery.Owner{Kind: "WorkspaceDeployment", Namespace: obj.Namespace, Name: obj.Name, UID: obj.UID,
-		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{plan.WorkspaceLabel, plan.WorkspaceOwnerNamespaceLabel, plan.ManagedByLabel}}}
+		DeferAdoption: &delivery.DeferAdoption{MarkLabels: []string{plan.WorkspaceLabel, plan.WorkspaceOwnerNamespaceLabel, plan.ManagedByLabel,
+			shard.BucketLabel}}}
+}
+
+// owner is workspaceOwner with, when sharded, the workspace's bucket label
+// on everything delivered (Reconcile set it right before acting).
+func (r *Reconciler) owner(obj *workspacesv1.WorkspaceDeployment) delivery.Owner {
+	o := workspaceOwner(obj)
+	if v := obj.Labels[shard.BucketLabel]; r.Shards.Enabled() && v != "" {
+		o.Labels = map[string]string{shard.BucketLabel: v}
+	}
+	return o
 }
 
 func workspaceWatchOwner(obj *workspacesv1.WorkspaceDeployment) string {

@@ -106,7 +106,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, w *workspaceRun) (ctrl
 	if g == nil {
 		inv = deletionInventory(obj)
 	}
-	done, err = r.Sink.Delete(ctx, workspaceOwner(obj), inv)
+	done, err = r.Sink.Delete(ctx, r.owner(obj), inv)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("deleting the workspace's ServiceSet: %w", err)
 	}

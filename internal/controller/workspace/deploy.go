@@ -95,7 +95,7 @@ func (r *Reconciler) deploy(ctx context.Context, w *workspaceRun) (stepResult, e
 		r.fail(ctx, obj, workspacesv1.InjectedValueOverriddenReason, err.Error())
 		return stopWith(0), nil
 	}
-	result, err := r.Sink.Apply(ctx, workspaceOwner(obj), objs, d.Inventory)
+	result, err := r.Sink.Apply(ctx, r.owner(obj), objs, d.Inventory)
 	reconciler.RecordApply(d, result)
 	var rev string
 	if g != nil {
@@ -137,7 +137,7 @@ func (r *Reconciler) awaitSync(ctx context.Context, w *workspaceRun, g reconcile
 	if g == nil {
 		return proceed, nil
 	}
-	if err := reconciler.ObserveSync(ctx, g, r.SyncReader, workspaceOwner(obj), obj, d, rev); err != nil {
+	if err := reconciler.ObserveSync(ctx, g, r.SyncReader, r.owner(obj), obj, d, rev); err != nil {
 		return stopWith(0), err
 	}
 	if reason, msg, pending := reconciler.GitPending(obj); pending {

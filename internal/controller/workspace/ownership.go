@@ -169,5 +169,5 @@ func (r *Reconciler) ownServiceSet(ctx context.Context, obj *workspacesv1.Worksp
 		}
 		return nil, false, fmt.Errorf("reading ServiceSet %s: %w", key, err)
 	}
-	return ss, workspaceOwner(obj).Holds(ss), nil
+	return ss, r.owner(obj).Holds(ss), nil
 }

@@ -39,6 +39,10 @@ type stores struct {
 	// namespaces keeps the workspaces' namespaces on their child clusters
 	// and remembers which it made sure of.
 	namespaces *childns.Namespaces
+	// left are the workspaces that left this shard's cache by a change of
+	// their bucket label, not by deletion (shard.go).
+	leftMu sync.Mutex
+	left   map[types.NamespacedName]bool
 	// stopChecks remembers when stopped workspaces were last checked in full.
 	stopChecks *stopChecks
 }

@@ -38,7 +38,17 @@ import (
 type Reconciler struct {
 	client.Client
 	EventRecorder events.EventRecorder
+	// Users, when set, lists the workspaces that use a class being
+	// deleted, past the cache: with shards a replica caches only its own
+	// buckets' workspaces, so the cache cannot say a class is unused. The
+	// cache's index when nil.
+	Users client.Reader
 }
+
+// usersRecheck is how soon a class being deleted is looked at again while
+// workspaces use it, when Users is set: this replica does not see every
+// workspace go.
+const usersRecheck = 30 * time.Second
 
 // Options configure the WorkspaceClass controller.
 type Options struct {
@@ -67,7 +77,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ct
 	}()
 
 	if !obj.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.reconcileDelete(ctx, obj)
+		inUse, err := r.reconcileDelete(ctx, obj)
+		if inUse && r.Users != nil {
+			return ctrl.Result{RequeueAfter: usersRecheck}, err
+		}
+		return ctrl.Result{}, err
 	}
 	if err := reconciler.EnsureFinalizer(ctx, sp, obj, workspacesv1.WorkspaceClassFinalizer); err != nil {
 		return ctrl.Result{}, err
@@ -165,15 +179,12 @@ func (r *Reconciler) checkTemplate(ctx context.Context, ref workspacesv1.Service
 	return "", "", nil
 }
 
-// reconcileDelete holds the class while workspaces use it.
-func (r *Reconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceClass) error {
-	list := &workspacesv1.WorkspaceDeploymentList{}
-	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceClass: obj.Name}); err != nil {
-		return fmt.Errorf("listing workspaces of class %s: %w", obj.Name, err)
-	}
-	var users []string
-	for _, w := range list.Items {
-		users = append(users, w.Namespace+"/"+w.Name)
+// reconcileDelete holds the class while workspaces use it; inUse reports
+// whether it does.
+func (r *Reconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.WorkspaceClass) (inUse bool, err error) {
+	users, err := r.users(ctx, obj.Name)
+	if err != nil {
+		return false, err
 	}
 	if len(users) > 0 {
 		sort.Strings(users)
@@ -184,8 +195,39 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, obj *workspacesv1.Work
 		conditions.MarkFalse(obj, commonv1.ReadyCondition, workspacesv1.ClassInUseReason,
 			"deletion waits: the class is used by %d workspaces: %s", len(users), strings.Join(shown, ", "))
 		conditions.MarkReconciling(obj, workspacesv1.ClassInUseReason, "waiting for %d workspaces to go", len(users))
-		return nil
+		return true, nil
 	}
 	controllerutil.RemoveFinalizer(obj, workspacesv1.WorkspaceClassFinalizer)
-	return nil
+	return false, nil
+}
+
+// users names ("namespace/name") the workspaces of class name: from the
+// cache's index, or listed page by page from Users.
+func (r *Reconciler) users(ctx context.Context, name string) ([]string, error) {
+	var users []string
+	if r.Users == nil {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceClass: name}); err != nil {
+			return nil, fmt.Errorf("listing workspaces of class %s: %w", name, err)
+		}
+		for _, w := range list.Items {
+			users = append(users, w.Namespace+"/"+w.Name)
+		}
+		return users, nil
+	}
+	cont := ""
+	for {
+		list := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.Users.List(ctx, list, client.Limit(500), client.Continue(cont)); err != nil {
+			return nil, fmt.Errorf("listing workspaces for the users of class %s: %w", name, err)
+		}
+		for _, w := range list.Items {
+			if w.Spec.WorkspaceClassRef == name {
+				users = append(users, w.Namespace+"/"+w.Name)
+			}
+		}
+		if cont = list.Continue; cont == "" {
+			return users, nil
+		}
+	}
 }
