@@ -8,7 +8,9 @@ import (
 	"time"
 
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
@@ -57,6 +59,13 @@ func prepare(b *testing.B, prefix string, nclusters int) (ns, class string) {
 	})
 	wc := &workspacesv1.WorkspaceClass{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + ns},
 		Spec: workspacesv1.WorkspaceClassSpec{DisplayName: prefix, ServiceTemplate: workspacesv1.ServiceTemplateRef{Name: template, Namespace: ns}}}
+	if os.Getenv("APIARY_SCALE_CLASS_RESOURCES") != "0" {
+		// As a user's class does (the exalsius examples ask for CPU and
+		// memory): the path a CPU-only workspace takes through the
+		// feasibility verdict is then the one users' clusters see.
+		wc.Spec.DefaultResources.PerReplica = &workspacesv1.PerReplicaResources{
+			CPU: ptr.To(resource.MustParse("500m")), Memory: ptr.To(resource.MustParse("1Gi"))}
+	}
 	if err := c.Create(ctx, wc); err != nil {
 		b.Fatal(err)
 	}

@@ -74,6 +74,9 @@ func BenchmarkScale(b *testing.B) {
 func benchApiary(b *testing.B, servers []*server, total, nclusters int, base *serverRun) {
 	ctx := context.Background()
 	ns, class := prepare(b, "scale", nclusters)
+	if os.Getenv("APIARY_SCALE_QUOTA") != "" {
+		tenantQuota(b, ns)
+	}
 
 	// With APIARY_SCALE_SHARDS=N the manager runs as N shards, each a
 	// process of its own with its Lease in the benchmark's namespace.
