@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/apiaryhq/apiary/internal/metrics"
+
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -316,12 +318,9 @@ type doneChecker struct {
 func (d *doneChecker) Name() string          { return "split " + d.name }
 func (d *doneChecker) Done() <-chan struct{} { return d.done }
 
-// cachedObjects reports how many objects of each split kind a shard's
-// cache holds, by informer (own, unbucketed): what a user checks to see
-// that shards divide the cache.
-var cachedObjects = prometheus.NewDesc("apiary_shard_cached_objects",
-	"Objects of the kinds a shard caches by bucket (workspaces, ServiceSets, Secrets) held in its cache, by kind and informer: "+
-		"own (the shard's buckets) or unbucketed (no valid bucket label).", []string{"kind", "informer"}, nil)
+// cachedObjects is metrics.ShardCachedObjects, collected from the split
+// cache.
+var cachedObjects = metrics.ShardCachedObjects
 
 type cachedObjectsCollector struct{ c *splitCache }
 

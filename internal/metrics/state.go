@@ -244,3 +244,12 @@ func boolValue(b bool) float64 {
 	}
 	return 0
 }
+
+// ShardCachedObjects is how many objects of each kind a shard caches by
+// bucket (workspaces, ServiceSets, Secrets), by informer: own (the shard's
+// buckets) or unbucketed (no valid bucket label). The manager's split
+// cache collects it: what a user checks to see that shards divide the
+// cache.
+var ShardCachedObjects = desc("shard_cached_objects",
+	"Objects of the kinds a shard caches by bucket (workspaces, ServiceSets, Secrets) held in its cache, by kind and informer: "+
+		"own (the shard's buckets) or unbucketed (no valid bucket label).", "kind", "informer")
