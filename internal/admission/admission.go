@@ -4,7 +4,9 @@
 // admissions still reserve. Reservations are placed on nodes, so any two
 // requests whose selectors share a node see each other's; the workspaces that
 // wait are served first come, first served (creation time, then UID) under a
-// named queueing policy.
+// named queueing policy. A workspace may carry a priority: a higher one is
+// served first, and first come, first served orders the workspaces of one
+// priority (QueueOrder).
 //
 // A decision is a pure function of a Snapshot: the cluster's nodes, its bound
 // pods and the workspaces that target it with their admissions in force and
@@ -16,13 +18,15 @@
 //
 // Placement is first-fit: nodes are tried in name order and each replica
 // takes the first node with room for it. Planning the whole queue in order
-// makes decisions stable: a younger request is placed after the older ones
-// that fit, so admitting it never makes an older one that fitted wait, and a
-// younger request never changes the decision on an older one (both are
-// properties tested on random sequences, see property_test.go).
+// makes decisions stable: a request later in the queue ("younger": of a
+// lower priority, or as high and newer) is placed after the ones ahead of
+// it that fit, so admitting it never makes one ahead that fitted wait, and
+// it never changes the decision on one ahead (both are properties tested
+// on random sequences with random priorities, see property_test.go).
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"sort"
 	"time"
@@ -123,9 +127,14 @@ type Admission struct {
 // Workspace is one workspace that targets the cluster.
 type Workspace struct {
 	// Key identifies the workspace, as namespace/name.
-	Key     string
-	UID     string
+	Key string
+	UID string
+	// Created is when the workspace queued: its creation, or the start
+	// after a stop.
 	Created time.Time
+	// Priority is the workspace's priority (WorkspacePriorityClass); 0
+	// without one.
+	Priority int32
 	// Admitted is the admission in force, nil when none. It keeps its
 	// reservation while a changed request waits.
 	Admitted *Admission
@@ -136,15 +145,26 @@ type Workspace struct {
 	QuotaBlocked bool
 }
 
-// before orders workspaces first come, first served: creation time, then UID.
+// before orders workspaces by QueueOrder, then by key.
 func (w *Workspace) before(o *Workspace) bool {
-	if !w.Created.Equal(o.Created) {
-		return w.Created.Before(o.Created)
-	}
-	if w.UID != o.UID {
-		return w.UID < o.UID
+	if c := QueueOrder(w.Priority, w.Created, w.UID, o.Priority, o.Created, o.UID); c != 0 {
+		return c < 0
 	}
 	return w.Key < o.Key
+}
+
+// QueueOrder is the order of every queue of Apiary's, for GPUs on a cluster
+// and for room in a TenantQuota: the higher priority first, then first
+// come, first served (the time queued, then the UID). It returns a negative
+// number when a comes first, a positive one when b does, 0 when neither.
+func QueueOrder(pa int32, qa time.Time, uidA string, pb int32, qb time.Time, uidB string) int {
+	switch {
+	case pa != pb:
+		return cmp.Compare(pb, pa)
+	case !qa.Equal(qb):
+		return qa.Compare(qb)
+	}
+	return cmp.Compare(uidA, uidB)
 }
 
 // Snapshot is what the gate knows of one cluster.
@@ -222,7 +242,8 @@ type Decision struct {
 	// those nodes, of allocatable GPUs divided by a replica's GPUs (set
 	// when the request was examined for feasibility).
 	Capacity int64
-	// Ahead are the older workspaces this one waits behind (Queued).
+	// Ahead are the workspaces ahead in the queue (of a higher priority,
+	// or older) that this one waits behind (Queued).
 	Ahead []string
 	// Room is whether every replica would find a node now: always for
 	// Admit, and for Queued when only the older requests hold it back.
@@ -251,7 +272,7 @@ func Plan(s Snapshot, policy Policy) map[string]Decision {
 	return out
 }
 
-// sortedWorkspaces returns the workspaces first come, first served.
+// sortedWorkspaces returns the workspaces in queue order.
 func sortedWorkspaces(ws []Workspace) []*Workspace {
 	out := make([]*Workspace, len(ws))
 	for i := range ws {

@@ -24,6 +24,12 @@ func waiting(key string, age int, r *Request) Workspace {
 	return Workspace{Key: key, UID: "uid-" + key, Created: t0.Add(time.Duration(age) * time.Second), Pending: r}
 }
 
+// prioritised gives a workspace a priority.
+func prioritised(w Workspace, p int32) Workspace {
+	w.Priority = p
+	return w
+}
+
 // admittedOn is a workspace whose admission is in force on the given nodes.
 func admittedOn(key string, age int, r *Request, nodes ...string) Workspace {
 	w := waiting(key, age, nil)
@@ -170,6 +176,27 @@ func TestDecide(t *testing.T) {
 				Workspaces: []Workspace{waiting("young", 5, req(nil, 2, 1)), waiting("old", 0, req(h100, 2, 1))}},
 			key: "young", policy: StrictFIFO,
 			outcome: Admit, reason: Fits, placement: []Slot{{"n2", 2}}, free: 2,
+		},
+		{
+			name: "a younger request of a higher priority is served before an older one",
+			snap: Snapshot{Nodes: []Node{gpuNode("n1", 2, h100)},
+				Workspaces: []Workspace{waiting("old", 0, req(h100, 2, 1)), prioritised(waiting("urgent", 9, req(h100, 2, 1)), 100)}},
+			key: "urgent", policy: StrictFIFO,
+			outcome: Admit, reason: Fits, placement: []Slot{{"n1", 2}}, free: 2,
+		},
+		{
+			name: "an older request of a lower priority waits behind a younger one of a higher priority",
+			snap: Snapshot{Nodes: []Node{gpuNode("n1", 2, h100)}, Pods: []Pod{pod("n1", "", 1)},
+				Workspaces: []Workspace{waiting("old", 0, req(h100, 1, 1)), prioritised(waiting("urgent", 9, req(h100, 2, 1)), 100)}},
+			key: "old", policy: StrictFIFO,
+			outcome: Wait, reason: Queued, ahead: []string{"urgent"}, free: 1,
+		},
+		{
+			name: "a negative priority comes after no priority, whatever its age",
+			snap: Snapshot{Nodes: []Node{gpuNode("n1", 2, h100)},
+				Workspaces: []Workspace{prioritised(waiting("batch", 0, req(h100, 2, 1)), -10), waiting("notebook", 9, req(h100, 2, 1))}},
+			key: "batch", policy: StrictFIFO,
+			outcome: Wait, reason: Insufficient, free: 0, // the notebook took the node first
 		},
 		{
 			name: "a request waiting for quota holds no place",

@@ -60,9 +60,10 @@ func (s *sim) check() {
 	s.checkDeterministic(snap, plan)
 }
 
-// checkFCFS: a younger request never changes the decision on an older one,
-// and under StrictFIFO no request is admitted while an older request that
-// could use one of its nodes waits.
+// checkFCFS: priority order, then first come, first served. A request
+// later in the queue (a lower priority, or as high and younger) never
+// changes the decision on one ahead of it, and under StrictFIFO no request
+// is admitted while one ahead of it that could use one of its nodes waits.
 func (s *sim) checkFCFS(snap Snapshot, plan map[string]Decision) {
 	for _, k := range s.keys() {
 		w := s.workspaces[k]
@@ -99,7 +100,7 @@ func (s *sim) checkFCFS(snap Snapshot, plan map[string]Decision) {
 // ref is a workspace's place in the queue.
 func (s *sim) ref(key string) *Workspace {
 	w := s.workspaces[key]
-	return &Workspace{Key: key, UID: w.uid, Created: w.created}
+	return &Workspace{Key: key, UID: w.uid, Created: w.created, Priority: w.priority}
 }
 
 // shareNode reports whether two requests could use a common schedulable node.

@@ -33,6 +33,7 @@ type simNode struct {
 type simWorkspace struct {
 	uid      string
 	created  time.Time
+	priority int32
 	request  Request    // what the spec asks for now
 	admitted *Admission // persisted in status
 	version  int        // of the persisted status
@@ -118,7 +119,7 @@ func (s *sim) snapshotWith(admissionOf func(string, *simWorkspace) *Admission) S
 		snap.Pods = append(snap.Pods, pod(p.node, p.ws, p.gpus))
 	}
 	for key, w := range s.workspaces {
-		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Admitted: admissionOf(key, w)}
+		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Priority: w.priority, Admitted: admissionOf(key, w)}
 		if w.pending && !w.failed {
 			r := w.request
 			ws.Pending = &r
@@ -161,7 +162,7 @@ func (s *sim) pick() (string, *simWorkspace) {
 
 func (s *sim) step() string {
 	s.clock = s.clock.Add(time.Duration(s.rng.IntN(3)) * time.Second) // ties in creation time happen
-	switch op := s.rng.IntN(14); {
+	switch op := s.rng.IntN(15); {
 	case op == 0:
 		name := fmt.Sprintf("n%d", s.rng.IntN(6))
 		if _, ok := s.nodes[name]; ok {
@@ -189,7 +190,8 @@ func (s *sim) step() string {
 	case op == 3:
 		s.seq++
 		key := fmt.Sprintf("ns/w%d", s.seq)
-		s.workspaces[key] = &simWorkspace{uid: fmt.Sprintf("u%03d", s.rng.IntN(1000)), created: s.clock, request: s.randomRequest(), pending: true}
+		s.workspaces[key] = &simWorkspace{uid: fmt.Sprintf("u%03d", s.rng.IntN(1000)), created: s.clock, request: s.randomRequest(),
+			pending: true, priority: s.randomPriority()}
 		return "create " + key
 	case op == 4:
 		if k, _ := s.pick(); k != "" {
@@ -218,6 +220,11 @@ func (s *sim) step() string {
 			w.cached, w.cachedVersion = w.admitted, w.version
 			return "the cache catches up with " + k
 		}
+	case op == 14:
+		if k, w := s.pick(); w != nil {
+			w.priority = s.randomPriority()
+			return fmt.Sprintf("priority of %s is now %d", k, w.priority)
+		}
 	case op == 13:
 		s.assumed = &Assumptions[*Admission]{}
 		for _, w := range s.workspaces {
@@ -226,6 +233,12 @@ func (s *sim) step() string {
 		return "restart: memory lost, the cache synced before anything is decided"
 	}
 	return "nothing"
+}
+
+// randomPriority is mostly no priority (0), as most workspaces have none;
+// the ties within one priority are served first come, first served.
+func (s *sim) randomPriority() int32 {
+	return []int32{0, 0, 0, 100, -10, 1000}[s.rng.IntN(6)]
 }
 
 func (s *sim) randomRequest() Request {

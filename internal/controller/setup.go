@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/controller/colony"
@@ -50,6 +51,9 @@ var (
 	serviceSetKind        = schema.GroupVersionKind{Group: "k0rdent.mirantis.com", Version: "v1beta1", Kind: "ServiceSet"}
 	serviceTemplateKind   = schema.GroupVersionKind{Group: "k0rdent.mirantis.com", Version: "v1beta1", Kind: "ServiceTemplate"}
 	tenantQuotaKind       = quotav1alpha1.GroupVersion.WithKind("TenantQuota")
+	// priorityClassKind is Apiary's own CRD, added in a minor release: a
+	// manager upgraded before its CRDs waits for it rather than failing.
+	priorityClassKind = workspacesv1.GroupVersion.WithKind("WorkspacePriorityClass")
 )
 
 // Deps are the mechanisms the manager built for the controllers.
@@ -173,7 +177,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 	}
 	entries = append(entries, Entry{
 		Name:     WorkspaceEntry,
-		Requires: withFlux(clusterDeploymentKind, serviceSetKind, serviceTemplateKind, tenantQuotaKind),
+		Requires: withFlux(clusterDeploymentKind, serviceSetKind, serviceTemplateKind, tenantQuotaKind, priorityClassKind),
 		Setup: func(mgr ctrl.Manager) error {
 			return (&workspace.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), EventRecorder: mgr.GetEventRecorder("apiary-workspacedeployment"),

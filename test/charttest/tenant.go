@@ -28,7 +28,8 @@ var TenantRoleRules = map[string][]rbacv1.PolicyRule{
 	"-tenant-view": {{APIGroups: []string{"workspaces.exalsius.ai"}, Resources: []string{"workspacedeployments"},
 		Verbs: []string{"get", "list", "watch"}}},
 	"-workspaceclass-reader": {{APIGroups: []string{"workspaces.exalsius.ai"}, Resources: []string{"workspaceclasses"},
-		Verbs: []string{"get", "list", "watch"}}},
+		Verbs: []string{"get", "list", "watch"}}, {APIGroups: []string{"workspaces.exalsius.ai"},
+		Resources: []string{"workspacepriorityclasses"}, Verbs: []string{"get", "list", "watch"}}},
 }
 
 // ClassReader is the name suffix of the tenant ClusterRole that reads

@@ -88,7 +88,12 @@ func loadDecode() error {
 		"WorkspaceClass":      "testdata/exalsius/workspaceclass.yaml",
 		"Colony":              "testdata/exalsius/colony.yaml",
 		"TenantQuota":         "../../examples/quota/tenantquota.yaml",
+		// Its fields are top-level, as Kubernetes' PriorityClass's are.
+		"WorkspacePriorityClass": "../../examples/priority/workspacepriorityclass.yaml",
 	}
+	// The top-level fields whose leaves are written; spec and, with
+	// APIARY_DECODE_STATUS, status unless a kind's fields are top-level.
+	topsOf := map[string][]string{"WorkspacePriorityClass": {"description", "namespaceSelector"}}
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		return err
@@ -121,7 +126,9 @@ func loadDecode() error {
 			}
 			props := v.Schema.OpenAPIV3Schema.Properties
 			tops := []string{"spec"}
-			if os.Getenv("APIARY_DECODE_STATUS") != "" {
+			if t, ok := topsOf[kind]; ok {
+				tops = t
+			} else if os.Getenv("APIARY_DECODE_STATUS") != "" {
 				tops = append(tops, "status")
 			}
 			for _, top := range tops {

@@ -27,6 +27,10 @@ const (
 	// a row (the workspace is then never culled as idle), True again when
 	// it answers; absent until the source first keeps failing.
 	ActivityKnownCondition = "ActivityKnown"
+	// PriorityResolvedCondition is Apiary's: whether the workspace's
+	// priority class (its own, or its class's default) exists and may be
+	// used in its namespace; absent when it has none.
+	PriorityResolvedCondition = "PriorityResolved"
 )
 
 // ActivityFailuresShown is how many answers in a row without an activity

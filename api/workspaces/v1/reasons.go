@@ -9,6 +9,19 @@ package v1
 // (of Ready, and of the events of a phase change), through
 // commonv1.PhaseReason.
 
+// Reasons of PriorityResolved (Apiary's).
+const (
+	// PriorityResolvedReason: the workspace waits with its priority class's value.
+	PriorityResolvedReason = "PriorityResolved"
+	// PriorityClassNotFoundReason: the WorkspacePriorityClass does not
+	// exist (yet); the workspace waits for it (Pending).
+	PriorityClassNotFoundReason = "PriorityClassNotFound"
+	// PriorityNotAllowedReason: the workspace names a priority class whose
+	// namespaceSelector does not select its namespace (Failed, and a
+	// Warning event): a tenant cannot raise its own priority.
+	PriorityNotAllowedReason = "PriorityNotAllowed"
+)
+
 // Reasons of ActivityKnown (Apiary's). ActivityUnknownReason is also the
 // Warning event on the workspace and its class when the condition turns False.
 const (
@@ -141,8 +154,9 @@ const (
 	// be placed on the cluster as it is (Failed). The message names the
 	// shortfall.
 	GPURequestInfeasibleReason = "GpuRequestInfeasible"
-	// WaitingBehindOlderReason: older workspaces wait for the GPUs (or the
-	// quota) this one would take, and are served first.
+	// WaitingBehindOlderReason: workspaces ahead in the queue (of a higher
+	// priority, or as high and older) wait for the GPUs (or the quota) this
+	// one would take, and are served first.
 	WaitingBehindOlderReason = "WaitingBehindOlderWorkspaces"
 	// QuotaReservedReason: the workspace is charged to its tenant's quotas.
 	QuotaReservedReason = "QuotaReserved"

@@ -212,6 +212,13 @@ type WorkspaceClassSpec struct {
 	// idle ones (Apiary only).
 	// +optional
 	Lifecycle *ClassLifecycle `json:"lifecycle,omitempty"`
+
+	// PriorityClassName names the WorkspacePriorityClass the class's
+	// workspaces wait with unless they name their own (Apiary only).
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // WorkspaceClassStatus is the observed state of a WorkspaceClass.

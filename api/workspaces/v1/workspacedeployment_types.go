@@ -96,6 +96,15 @@ type WorkspaceDeploymentSpec struct {
 	// expires (Apiary only).
 	// +optional
 	Lifecycle *WorkspaceLifecycle `json:"lifecycle,omitempty"`
+
+	// PriorityClassName names the WorkspacePriorityClass the workspace
+	// waits for GPUs and quota with, in place of its class's default
+	// (Apiary only). The priority class must select the workspace's
+	// namespace; otherwise the workspace fails with PriorityNotAllowed.
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern="^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
 }
 
 // WorkspacePhase summarises the lifecycle of a workspace.
@@ -453,6 +462,11 @@ type WorkspaceDeploymentStatus struct {
 	// +optional
 	Lifecycle *WorkspaceLifecycleStatus `json:"lifecycle,omitempty"`
 
+	// Priority is the priority the workspace waits with, when it has a
+	// priority class (Apiary only).
+	// +optional
+	Priority *WorkspacePriority `json:"priority,omitempty"`
+
 	// LastHandledReconcileAt is the last reconcile.fluxcd.io/requestedAt
 	// annotation value the controller handled.
 	// +optional
@@ -468,6 +482,7 @@ type WorkspaceDeploymentStatus struct {
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,description="Why the workspace is not ready (what it waits for, or why it failed), or Stopped"
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.access[0].url`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.status.priority.value`,priority=1
 // +kubebuilder:printcolumn:name="Message",type=string,JSONPath=`.status.message`,priority=1
 // +kubebuilder:printcolumn:name="Expires",type=string,JSONPath=`.status.lifecycle.expiresAt`,description="When the workspace expires (UTC)",priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`

@@ -39,6 +39,7 @@ import (
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacedeployments/finalizers,verbs=update
 // +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspaceclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=workspaces.exalsius.ai,resources=workspacepriorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=servicesets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=k0rdent.mirantis.com,resources=clusterdeployments,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
@@ -216,6 +217,7 @@ func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconci
 	}
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
 		r.resolveClass,
+		r.resolvePriority,
 		r.resolveCluster,
 		r.lifecycle,
 		r.suspended,

@@ -3,6 +3,7 @@ package workspace
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -64,7 +65,8 @@ func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admis
 // candidate's own, or a Waiting sibling's, read from the resources stamped
 // on its status.
 func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
-	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s)}
+	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s),
+		Priority: priorityOf(s)}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
@@ -135,7 +137,8 @@ func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admis
 			req.PerReplica, what, w.cdKey.Name, req.Replicas, d.Free, d.Largest)
 	case admission.Queued:
 		reason = workspacesv1.WaitingBehindOlderReason
-		msg = fmt.Sprintf("Waiting behind older workspace(s) requesting GPUs on the same nodes of cluster %q: %s", w.cdKey.Name, reconciler.Enumerate(d.Ahead, ", ", 5))
+		msg = fmt.Sprintf("Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) requesting GPUs on the same nodes of cluster %q: %s",
+			w.cdKey.Name, aheadOf(obj.Namespace, d.Ahead))
 	}
 	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
@@ -209,3 +212,27 @@ func describeGPUs(req *admission.Request) string {
 
 // admittedAt is the time of an admission made now, on the reconciler's clock.
 func (r *Reconciler) admittedAt() metav1.Time { return metav1.NewTime(r.now().Truncate(time.Second)) }
+
+// aheadOf describes to a workspace's owner the workspaces it waits behind
+// (namespace/name keys): by name those of its own namespace, and only the
+// number of the others, so a queue shared by tenants tells no tenant
+// another's workspace names.
+func aheadOf(namespace string, keys []string) string {
+	var own []string
+	others := 0
+	for _, k := range keys {
+		if ns, name, ok := strings.Cut(k, "/"); ok && ns == namespace {
+			own = append(own, name)
+		} else {
+			others++
+		}
+	}
+	out := reconciler.Enumerate(own, ", ", 5)
+	if others > 0 {
+		if out != "" {
+			out += " and "
+		}
+		out += fmt.Sprintf("%d workspace(s) of other namespaces", others)
+	}
+	return out
+}

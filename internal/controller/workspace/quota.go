@@ -20,10 +20,8 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
-	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
-	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
@@ -71,7 +69,8 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 			return stopWith(0), err
 		}
 		if len(ahead) > 0 {
-			msg := fmt.Sprintf("Waiting behind older workspace(s) waiting for room in the same TenantQuota: %s", reconciler.Enumerate(ahead, ", ", 5))
+			msg := fmt.Sprintf("Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) waiting for room in the same TenantQuota: %s",
+				aheadOf(obj.Namespace, ahead))
 			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
 		}
 	}
@@ -215,14 +214,14 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 	var older []*workspacesv1.WorkspaceDeployment
 	for i := range list.Items {
 		v := &list.Items[i]
-		if v.UID != obj.UID && claimsPlace(v) && olderThan(v, obj) {
+		if v.UID != obj.UID && claimsPlace(v) && queuedBefore(v, obj) {
 			older = append(older, v)
 		}
 	}
 	if len(older) == 0 {
 		return nil, nil
 	}
-	sort.Slice(older, func(i, j int) bool { return olderThan(older[i], older[j]) })
+	sort.Slice(older, func(i, j int) bool { return queuedBefore(older[i], older[j]) })
 	labels := map[string]map[string]string{}
 	ahead := map[string]bool{}
 	for _, q := range quotas {
@@ -267,16 +266,6 @@ func prior(q *quotav1alpha1.TenantQuota, v *workspacesv1.WorkspaceDeployment) []
 // resources stamped on its status.
 func (r *Reconciler) waitingCharge(v *workspacesv1.WorkspaceDeployment) quotav1alpha1.QuotaCharge {
 	return request.Of(*v.Status.ResolvedResources).Quota(v.Namespace, v.Name, v.UID).Charge(metav1.NewTime(r.now()))
-}
-
-// olderThan orders workspaces first come, first served: the time they
-// queued (creation, or the start after a stop), then UID.
-func olderThan(a, b *workspacesv1.WorkspaceDeployment) bool {
-	qa, qb := lifecycle.QueuedAt(a), lifecycle.QueuedAt(b)
-	if !qa.Equal(qb) {
-		return qa.Before(qb)
-	}
-	return a.UID < b.UID
 }
 
 // namespaceChanged maps a namespace's label change (which quotas select

@@ -69,6 +69,11 @@ const (
 	// waitShard: the shard that holds the workspace's cluster hands it
 	// over; fired by the shards' Lease events. Requeue: the shard gate's.
 	waitShard = "ShardHandOver"
+	// waitPriorityClass: the workspace's WorkspacePriorityClass (Key: its
+	// name) appears, changes or goes; fired by the class's events.
+	// Registered by every workspace with a priority class, whatever it
+	// waits for. Requeue: priorityClassResync while it does not exist.
+	waitPriorityClass = "PriorityClass"
 )
 
 // clusterTopic is a topic of one ClusterDeployment.

@@ -67,6 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfClass))).
 		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfCluster))).
+		Watches(&workspacesv1.WorkspacePriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfPriorityClass)).
 		// A release that settles (deployed or failed) is what a user waits
 		// on: it overtakes the creation work in the queue.
 		Watches(&k0rdentv1beta1.ServiceSet{}, priority.MapOnUpdate(r.workspacesOfServiceSet, releaseSettled, priority.Outcome)).
@@ -164,6 +165,12 @@ func (r *Reconciler) listBy(ctx context.Context, field, value string) []workspac
 
 func (r *Reconciler) workspacesOfClass(ctx context.Context, o client.Object) []reconcile.Request {
 	return requests(r.listBy(ctx, index.WorkspaceClass, o.GetName()), nil)
+}
+
+// workspacesOfPriorityClass maps a WorkspacePriorityClass to the
+// workspaces that wait with it or for it (waitPriorityClass).
+func (r *Reconciler) workspacesOfPriorityClass(_ context.Context, o client.Object) []reconcile.Request {
+	return r.wake(wake.Topic{Kind: waitPriorityClass, Key: o.GetName()})
 }
 
 func (r *Reconciler) workspacesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
@@ -283,8 +290,11 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 		claimsPlace(o) != claimsPlace(n) {
 		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n)))
 	}
-	if claimsPlace(o) != claimsPlace(n) {
-		topics = append(topics, wake.Topic{Kind: waitQuota}) // a waiter leaves the queues, or comes back
+	if claimsPlace(o) != claimsPlace(n) || claimsPlace(n) && priorityOf(o) != priorityOf(n) {
+		topics = append(topics, wake.Topic{Kind: waitQuota}) // a waiter leaves the queues, comes back or moves in them
+	}
+	if claimsPlace(n) && priorityOf(o) != priorityOf(n) {
+		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n))) // a waiter moves in its cluster's queue
 	}
 	if o.Status.Routes != nil && len(o.Status.Routes.Ports) > 0 && (n.Status.Routes == nil || len(n.Status.Routes.Ports) == 0) {
 		topics = append(topics, wake.Topic{Kind: waitPorts}) // a stopped workspace's ports

@@ -1,0 +1,133 @@
+package workspace_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	k0rdentv1beta1 "github.com/apiaryhq/apiary/api/k0rdent/v1beta1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// priorityClass creates a WorkspacePriorityClass and removes it after the test.
+func priorityClass(t *testing.T, name string, value int32, sel *metav1.LabelSelector) *workspacesv1.WorkspacePriorityClass {
+	t.Helper()
+	pc := &workspacesv1.WorkspacePriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, NamespaceSelector: sel}
+	if err := controllertest.Env.Client.Create(context.Background(), pc); err != nil {
+		t.Fatalf("creating WorkspacePriorityClass: %v", err)
+	}
+	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), pc) })
+	return pc
+}
+
+// TestPriorityYoungerHighBeforeOlderLow fills a 2-GPU node; an older
+// workspace without a priority waits, then a younger one of a priority its
+// namespace may use. When the node frees, the younger runs first.
+func TestPriorityYoungerHighBeforeOlderLow(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "prio")
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
+	controllertest.WorkspaceClass(t, "g-"+ns, ns, "tmpl", nil)
+	model := "L40-" + ns
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-l40", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 2)).To(Succeed())
+	priorityClass(t, "urgent-"+ns, 100, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
+
+	first := gpuWorkspace(ns, "prio-first", "g-"+ns, "c1", model, 2)
+	g.Expect(controllertest.Env.Client.Create(ctx, first)).To(Succeed())
+	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(first))
+
+	old := gpuWorkspace(ns, "prio-old", "g-"+ns, "c1", model, 2)
+	g.Expect(controllertest.Env.Client.Create(ctx, old)).To(Succeed())
+	w := controllertest.EventuallyPhase(t, client.ObjectKeyFromObject(old), workspacesv1.PhaseWaiting)
+	g.Expect(w.Status.Priority).To(BeNil(), "no priority class: no priority on the status")
+	g.Expect(controllertest.Condition(w, workspacesv1.PriorityResolvedCondition)).To(BeNil())
+	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
+
+	urgent := gpuWorkspace(ns, "prio-urgent", "g-"+ns, "c1", model, 2)
+	urgent.Spec.PriorityClassName = "urgent-" + ns
+	g.Expect(controllertest.Env.Client.Create(ctx, urgent)).To(Succeed())
+	w = controllertest.EventuallyPhase(t, client.ObjectKeyFromObject(urgent), workspacesv1.PhaseWaiting)
+	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: "urgent-" + ns, Value: 100}))
+	g.Expect(controllertest.ConditionStatus(w, workspacesv1.PriorityResolvedCondition)).To(Equal(metav1.ConditionTrue))
+
+	g.Expect(controllertest.Env.Client.Delete(ctx, first)).To(Succeed())
+	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(urgent))
+	g.Consistently(func(g Gomega) {
+		g.Expect(controllertest.GetWorkspace(g, client.ObjectKeyFromObject(old)).Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
+	}, 2*time.Second, 200*time.Millisecond).Should(Succeed(), "the older workspace of a lower priority keeps waiting")
+}
+
+// TestPriorityNotAllowedIsRefused: a tenant that names a priority class
+// whose namespaceSelector does not select its namespace is refused
+// (Failed, a Warning event, nothing delivered); once the platform labels
+// the namespace, the same workspace runs with that priority. A class's
+// default needs no selection.
+func TestPriorityNotAllowedIsRefused(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "prio-deny")
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
+	controllertest.WorkspaceClass(t, "c-"+ns, ns, "tmpl", nil)
+	top := "top-" + ns
+	priorityClass(t, top, 1000000, &metav1.LabelSelector{MatchLabels: map[string]string{"tier-" + ns: "platform"}})
+
+	greedy := controllertest.NewWorkspace(ns, "greedy", "c-"+ns, "c1")
+	greedy.Spec.PriorityClassName = top
+	g.Expect(controllertest.Env.Client.Create(ctx, greedy)).To(Succeed())
+	key := client.ObjectKeyFromObject(greedy)
+	w := controllertest.EventuallyPhase(t, key, workspacesv1.PhaseFailed)
+	g.Expect(controllertest.Condition(w, commonv1.ReadyCondition).Reason).To(Equal(workspacesv1.PriorityNotAllowedReason))
+	c := controllertest.Condition(w, workspacesv1.PriorityResolvedCondition)
+	g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+	g.Expect(c.Message).To(ContainSubstring("does not select the namespace"))
+	g.Expect(w.Status.Priority).To(BeNil())
+	err := controllertest.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-greedy"}, &k0rdentv1beta1.ServiceSet{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is delivered for a refused workspace")
+	g.Eventually(func(g Gomega) {
+		list := &eventsv1.EventList{}
+		g.Expect(controllertest.Env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		var notes []string
+		for _, e := range list.Items {
+			if e.Regarding.Name == key.Name && e.Type == corev1.EventTypeWarning {
+				notes = append(notes, e.Note)
+			}
+		}
+		g.Expect(notes).To(ContainElement(ContainSubstring(top)))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	// The platform grants the namespace the priority.
+	nsObj := &corev1.Namespace{}
+	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	controllertest.UpdateSpec(g, nsObj, func(n *corev1.Namespace) { n.Labels["tier-"+ns] = "platform" })
+	w = controllertest.EventuallyRunning(t, key)
+	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: top, Value: 1000000}))
+
+	// A class's default applies without a selection; a missing class is waited for.
+	later := "later-" + ns
+	controllertest.WorkspaceClass(t, "d-"+ns, ns, "tmpl", func(c *workspacesv1.WorkspaceClass) { c.Spec.PriorityClassName = later })
+	byClass := controllertest.NewWorkspace(ns, "by-class", "d-"+ns, "c1")
+	g.Expect(controllertest.Env.Client.Create(ctx, byClass)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, client.ObjectKeyFromObject(byClass))
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhasePending))
+		c := controllertest.Condition(w, workspacesv1.PriorityResolvedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(workspacesv1.PriorityClassNotFoundReason))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+	priorityClass(t, later, 5, nil) // no namespace may name it; the class gives it
+	w = controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(byClass))
+	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: later, Value: 5}))
+}
