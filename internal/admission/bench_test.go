@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,21 +26,25 @@ type benchFleet struct {
 }
 
 type benchWaiter struct {
-	key     string
-	cluster int
-	quota   int
-	charge  quotav1alpha1.QuotaCharge
-	older   []quotav1alpha1.QuotaCharge // the quota's older waiters
+	key      string
+	cluster  int
+	quota    int
+	priority int32
+	created  time.Time
+	uid      string
+	charge   quotav1alpha1.QuotaCharge
+	older    []quotav1alpha1.QuotaCharge // the quota's waiters ahead of it (QueueOrder)
 }
 
-func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
+// newBenchFleet builds the fleet; the n-th workspace has priority
+// priorities[n % len(priorities)], none without priorities.
+func newBenchFleet(clusters, waitingPerCluster, quotas int, priorities []int32) *benchFleet {
 	f := &benchFleet{}
 	for q := range quotas {
 		f.quotas = append(f.quotas, &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("q%d", q)},
 			Spec: quotav1alpha1.TenantQuotaSpec{Hard: quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](10000),
 				GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: nv, Count: 100000}, {Name: "h100", ResourceName: nv, GPUModel: "H100", Count: 100000}}}}})
 	}
-	quotaWaiters := make([][]quotav1alpha1.QuotaCharge, quotas)
 	n := 0
 	for c := range clusters {
 		var s Snapshot
@@ -52,6 +57,9 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
 			n++
 			key := fmt.Sprintf("ns%d/w%d", n%quotas, n)
 			w := Workspace{Key: key, UID: fmt.Sprintf("uid-%06d", n), Created: t0.Add(time.Duration(n) * time.Second)}
+			if len(priorities) > 0 {
+				w.Priority = priorities[n%len(priorities)]
+			}
 			r := Request{Selector: simSelectors[i%len(simSelectors)], Resource: nv, PerReplica: int64(1 + i%2), Replicas: 1}
 			ch := quota.Request{Namespace: fmt.Sprintf("ns%d", n%quotas), Name: key, UID: types.UID(w.UID), GPUs: r.Demand(),
 				ResourceName: nv, Selector: r.Selector}.Charge(metav1.NewTime(w.Created))
@@ -64,8 +72,7 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
 				ch.GPUs = 4
 				w.Pending = &r
 				f.waiters = append(f.waiters, benchWaiter{key: key, cluster: c, quota: n % quotas, charge: ch,
-					older: append([]quotav1alpha1.QuotaCharge(nil), quotaWaiters[n%quotas]...)})
-				quotaWaiters[n%quotas] = append(quotaWaiters[n%quotas], ch)
+					priority: w.Priority, created: w.Created, uid: w.UID})
 			}
 			s.Workspaces = append(s.Workspaces, w)
 		}
@@ -74,6 +81,19 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
 	for _, q := range f.quotas {
 		quota.EnsureTotals(q) // the charges, as totals
 	}
+	// Each quota's queue in QueueOrder: a waiter's older are those ahead of it.
+	ahead := func(a, b benchWaiter) int { return QueueOrder(a.priority, a.created, a.uid, b.priority, b.created, b.uid) }
+	sorted := append([]benchWaiter(nil), f.waiters...)
+	slices.SortStableFunc(sorted, ahead)
+	queues := make([][]quotav1alpha1.QuotaCharge, quotas)
+	older := map[string][]quotav1alpha1.QuotaCharge{}
+	for _, w := range sorted {
+		older[w.key] = append([]quotav1alpha1.QuotaCharge(nil), queues[w.quota]...)
+		queues[w.quota] = append(queues[w.quota], w.charge)
+	}
+	for i := range f.waiters {
+		f.waiters[i].older = older[f.waiters[i].key]
+	}
 	return f
 }
 
@@ -81,11 +101,18 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int) *benchFleet {
 // waiting workspace: plan its cluster's queue (40 workspaces, 8 nodes),
 // then its place in its tenant quota's queue (every older waiter of the
 // tenant, about 100) and the quota check. It reports decisions per second
-// on a fleet of 1,000 waiting workspaces over 50 clusters and 10 quotas.
+// on a fleet of 1,000 waiting workspaces over 50 clusters and 10 quotas:
+// fifo without priorities, priorities with four (0, 100, -10, 1000) spread
+// over the fleet, so that each queue is re-sorted by priority.
 //
 //	go test ./internal/admission -run '^$' -bench AdmissionDecisions -benchtime 3s
 func BenchmarkAdmissionDecisions(b *testing.B) {
-	f := newBenchFleet(50, 20, 10)
+	b.Run("fifo", func(b *testing.B) { benchAdmissionDecisions(b, nil) })
+	b.Run("priorities", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}) })
+}
+
+func benchAdmissionDecisions(b *testing.B, priorities []int32) {
+	f := newBenchFleet(50, 20, 10, priorities)
 	if len(f.waiters) != 1000 {
 		b.Fatalf("%d waiters", len(f.waiters))
 	}
