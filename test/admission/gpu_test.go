@@ -46,7 +46,7 @@ func TestOverlappingSelectorsAdmitOnce(t *testing.T) {
 	w := eventuallyWaiting(t, bySelector, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
 	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"))
 	w = eventuallyWaiting(t, byCount, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason)
-	g.Expect(w.Status.Message).To(ContainSubstring(ns + "/ov-selector"))
+	g.Expect(w.Status.Message).To(HaveSuffix(": ov-selector"), "the workspace ahead, of the reader's own namespace, by name")
 	g.Consistently(func(g Gomega) {
 		g.Expect(admittedOnes(g, byType, bySelector, byCount)).To(Equal([]string{"ov-type"}))
 		g.Expect(serviceSets(g, ns)).To(ConsistOf("wsd-c1-ov-type"))
@@ -140,7 +140,7 @@ func TestStrictAndBestEffortFIFO(t *testing.T) {
 			small := workspace(t, ns, "small-"+ns, cls, gpus{count: 1, selector: map[string]string{"pool": ns}})
 			if tc.young == workspacesv1.PhaseWaiting {
 				w := eventuallyWaiting(t, small, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason)
-				g.Expect(w.Status.Message).To(ContainSubstring(ns + "/big-" + ns))
+				g.Expect(w.Status.Message).To(HaveSuffix(": big-"+ns), "the workspace ahead, of the reader's own namespace, by name")
 				g.Consistently(func(g Gomega) { g.Expect(get(g, small).Status.Admission).To(BeNil()) }, 2*time.Second).Should(Succeed())
 			} else {
 				eventuallyPhase(t, small, workspacesv1.PhaseRunning)
