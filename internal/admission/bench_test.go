@@ -82,7 +82,9 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int, priorities []int32) 
 		quota.EnsureTotals(q) // the charges, as totals
 	}
 	// Each quota's queue in QueueOrder: a waiter's older are those ahead of it.
-	ahead := func(a, b benchWaiter) int { return QueueOrder(a.priority, a.created, a.uid, b.priority, b.created, b.uid) }
+	ahead := func(a, b benchWaiter) int {
+		return QueueOrder(a.priority, a.created, a.uid, b.priority, b.created, b.uid)
+	}
 	sorted := append([]benchWaiter(nil), f.waiters...)
 	slices.SortStableFunc(sorted, ahead)
 	queues := make([][]quotav1alpha1.QuotaCharge, quotas)
