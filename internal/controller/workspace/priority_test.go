@@ -131,3 +131,43 @@ func TestPriorityNotAllowedIsRefused(t *testing.T) {
 	w = controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(byClass))
 	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: later, Value: 5}))
 }
+
+// TestPriorityChangeReSortsTheQueue: under StrictFIFO a small younger
+// request waits behind an older large one although a GPU is free; when the
+// older one is given a lower priority, the younger is ahead and runs at
+// once, woken by the older one's status (not by the minute's resync).
+func TestPriorityChangeReSortsTheQueue(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "prio-move")
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
+	controllertest.WorkspaceClass(t, "g-"+ns, ns, "tmpl", nil)
+	model := "T4-" + ns
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-t4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 2)).To(Succeed())
+	priorityClass(t, "later-"+ns, -10, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
+
+	holder := gpuWorkspace(ns, "move-holder", "g-"+ns, "c1", model, 1)
+	g.Expect(controllertest.Env.Client.Create(ctx, holder)).To(Succeed())
+	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(holder))
+	big := gpuWorkspace(ns, "move-big", "g-"+ns, "c1", model, 2)
+	g.Expect(controllertest.Env.Client.Create(ctx, big)).To(Succeed())
+	controllertest.EventuallyPhase(t, client.ObjectKeyFromObject(big), workspacesv1.PhaseWaiting)
+	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
+	small := gpuWorkspace(ns, "move-small", "g-"+ns, "c1", model, 1)
+	g.Expect(controllertest.Env.Client.Create(ctx, small)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, client.ObjectKeyFromObject(small))
+		g.Expect(controllertest.Condition(w, commonv1.ReadyCondition)).NotTo(BeNil())
+		g.Expect(controllertest.Condition(w, commonv1.ReadyCondition).Reason).To(Equal(workspacesv1.WaitingBehindOlderReason))
+		g.Expect(w.Status.Message).To(HaveSuffix(": move-big"))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	// controllertest.Timeout is shorter than the Waiting resync (a minute):
+	// only the sibling's status change can wake the small one in time.
+	controllertest.UpdateSpec(g, big, func(w *workspacesv1.WorkspaceDeployment) { w.Spec.PriorityClassName = "later-" + ns })
+	controllertest.EventuallyRunning(t, client.ObjectKeyFromObject(small))
+	w := controllertest.GetWorkspace(g, client.ObjectKeyFromObject(big))
+	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
+	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: "later-" + ns, Value: -10}))
+}
