@@ -217,10 +217,10 @@ func (r *Reconciler) reconcile(ctx context.Context, w *workspaceRun, sp *reconci
 	}
 	steps := []func(context.Context, *workspaceRun) (stepResult, error){
 		r.resolveClass,
-		r.resolvePriority,
 		r.resolveCluster,
 		r.lifecycle,
 		r.suspended,
+		r.resolvePriority,
 		r.resolveResources,
 		r.reconcilePrerequisites,
 		r.admit,

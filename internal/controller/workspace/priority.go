@@ -26,9 +26,15 @@ const priorityClassResync = 5 * time.Minute
 // PriorityResolved condition. A workspace without a priority class has
 // neither, and waits with 0, as before priorities existed. One that names
 // a class it may not use fails (a tenant cannot raise its own priority);
-// one whose class does not exist waits for it.
+// one whose class does not exist waits for it. It runs after the
+// lifecycle: a stopping workspace takes no place in the queues, and no
+// priorityClassName a tenant writes can hold back its stop, expiry or
+// culling.
 func (r *Reconciler) resolvePriority(ctx context.Context, w *workspaceRun) (stepResult, error) {
 	obj := w.obj
+	if w.stopping != "" {
+		return proceed, nil
+	}
 	want := priorityclass.Wanted(w.class, obj)
 	if want.Name == "" {
 		obj.Status.Priority = nil

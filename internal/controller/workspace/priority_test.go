@@ -171,3 +171,32 @@ func TestPriorityChangeReSortsTheQueue(t *testing.T) {
 	g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
 	g.Expect(w.Status.Priority).To(Equal(&workspacesv1.WorkspacePriority{ClassName: "later-" + ns, Value: -10}))
 }
+
+// TestPriorityNotAllowedDoesNotHoldBackAStop: a tenant writes a priority
+// class its namespace was not granted onto a running workspace together
+// with a stop (as it might to escape expiry or culling): the stop goes
+// through, and the refusal comes only when it starts again.
+func TestPriorityNotAllowedDoesNotHoldBackAStop(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "prio-stop")
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
+	controllertest.WorkspaceClass(t, "c-"+ns, ns, "tmpl", nil)
+	priorityClass(t, "top-"+ns, 1000, nil)
+	ws := controllertest.NewWorkspace(ns, "prio-stopper", "c-"+ns, "c1")
+	g.Expect(controllertest.Env.Client.Create(ctx, ws)).To(Succeed())
+	key := client.ObjectKeyFromObject(ws)
+	controllertest.EventuallyRunning(t, key)
+
+	controllertest.UpdateWorkspace(t, key, func(w *workspacesv1.WorkspaceDeployment) {
+		w.Spec.PriorityClassName = "top-" + ns
+		w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
+	})
+	stopped := controllertest.EventuallyStopped(t, key)
+	g.Expect(stopped.Status.Priority).To(BeNil())
+
+	controllertest.SetStopped(t, key, false)
+	w := controllertest.EventuallyPhase(t, key, workspacesv1.PhaseFailed)
+	g.Expect(controllertest.Condition(w, commonv1.ReadyCondition).Reason).To(Equal(workspacesv1.PriorityNotAllowedReason))
+}
