@@ -286,15 +286,13 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 		return nil
 	}
 	var topics []wake.Topic
-	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil ||
-		claimsPlace(o) != claimsPlace(n) {
+	// A waiter leaves the queues, comes back, or moves in them (a new priority).
+	queueMoved := claimsPlace(o) != claimsPlace(n) || claimsPlace(n) && priorityOf(o) != priorityOf(n)
+	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil || queueMoved {
 		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n)))
 	}
-	if claimsPlace(o) != claimsPlace(n) || claimsPlace(n) && priorityOf(o) != priorityOf(n) {
-		topics = append(topics, wake.Topic{Kind: waitQuota}) // a waiter leaves the queues, comes back or moves in them
-	}
-	if claimsPlace(n) && priorityOf(o) != priorityOf(n) {
-		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n))) // a waiter moves in its cluster's queue
+	if queueMoved {
+		topics = append(topics, wake.Topic{Kind: waitQuota})
 	}
 	if o.Status.Routes != nil && len(o.Status.Routes.Ports) > 0 && (n.Status.Routes == nil || len(n.Status.Routes.Ports) == 0) {
 		topics = append(topics, wake.Topic{Kind: waitPorts}) // a stopped workspace's ports
