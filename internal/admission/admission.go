@@ -143,6 +143,12 @@ type Workspace struct {
 	// QuotaBlocked marks a pending request that waits for a tenant quota:
 	// it holds no place in the cluster's queue.
 	QuotaBlocked bool
+	// Leaving marks a workspace that is stopping: what it holds is being
+	// given back, and a preemption (Preempt) counts it freed.
+	Leaving bool
+	// Since is when its admission in force was made: the younger is
+	// preempted first among workspaces of one priority.
+	Since time.Time
 }
 
 // before orders workspaces by QueueOrder, then by key.

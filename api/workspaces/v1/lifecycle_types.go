@@ -84,6 +84,12 @@ type ClassLifecycle struct {
 	// Idle stops workspaces that have been idle for a while; off when unset.
 	// +optional
 	Idle *IdlePolicy `json:"idle,omitempty"`
+
+	// AfterPreemption is what a preempted workspace of the class does once
+	// it stopped: Requeue (the default) queues it again on its own; Stay
+	// keeps it stopped until its user starts it.
+	// +optional
+	AfterPreemption AfterPreemption `json:"afterPreemption,omitempty"`
 }
 
 // IdlePolicy stops a workspace once it has been idle for After, and has
@@ -188,7 +194,7 @@ type PrometheusActivity struct {
 }
 
 // StopReason says why a workspace is stopped.
-// +kubebuilder:validation:Enum=Requested;Expired;Idle
+// +kubebuilder:validation:Enum=Requested;Expired;Idle;Preempted
 type StopReason string
 
 // Stop reasons.
@@ -196,7 +202,57 @@ const (
 	StopRequested StopReason = "Requested"
 	StopExpired   StopReason = "Expired"
 	StopIdle      StopReason = "Idle"
+	// StopPreempted: a workspace of a higher priority needed its GPUs
+	// (status.lifecycle.preemption says which).
+	StopPreempted StopReason = "Preempted"
 )
+
+// AfterPreemption says what a preempted workspace does once it stopped.
+// +kubebuilder:validation:Enum=Requeue;Stay
+type AfterPreemption string
+
+// After a preemption.
+const (
+	// PreemptedRequeue: the workspace queues again on its own (the user
+	// did not ask it to stop), at the place the manager's requeue policy
+	// gives it.
+	PreemptedRequeue AfterPreemption = "Requeue"
+	// PreemptedStay: the workspace stays stopped, as if its user had
+	// stopped it (Apiary sets spec.lifecycle.stopped); starting it is its
+	// user's.
+	PreemptedStay AfterPreemption = "Stay"
+)
+
+// RequeueTimestamp is the place a preempted workspace takes when it
+// queues again (Kueue's requeuingStrategy.timestamp).
+type RequeueTimestamp string
+
+// Requeue timestamps.
+const (
+	// RequeueEviction: the time it was preempted, behind every workspace
+	// of its priority that queued before that.
+	RequeueEviction RequeueTimestamp = "Eviction"
+	// RequeueCreation: the place it held before it was preempted (its
+	// creation, or its last start), ahead of the younger ones.
+	RequeueCreation RequeueTimestamp = "Creation"
+)
+
+// WorkspacePreemption records the preemption that stopped a workspace.
+type WorkspacePreemption struct {
+	// By is the workspace that preempted this one, as namespace/name: one
+	// of the same tenant (namespace, or the same TenantQuotas).
+	// +kubebuilder:validation:MaxLength=317
+	By string `json:"by"`
+	// ByPriority is the preemptor's priority then.
+	ByPriority int32 `json:"byPriority"`
+	// At is when it was preempted.
+	At metav1.Time `json:"at"`
+	// QueueAs is the place in the queues the workspace takes when it
+	// queues again after this preemption (the requeue policy's
+	// timestamp).
+	// +optional
+	QueueAs *metav1.Time `json:"queueAs,omitempty"`
+}
 
 // WorkspaceLifecycleStatus is Apiary's record of a workspace's stops,
 // starts, expiry and activity. Every clock Apiary keeps for a workspace is
@@ -215,6 +271,11 @@ type WorkspaceLifecycleStatus struct {
 	// StopReason says why the workspace stopped.
 	// +optional
 	StopReason StopReason `json:"stopReason,omitempty"`
+
+	// Preemption is the last preemption of the workspace; cleared by a
+	// stop of another reason.
+	// +optional
+	Preemption *WorkspacePreemption `json:"preemption,omitempty"`
 
 	// QueuedAt is when the workspace asked to start again: its place in the
 	// queues for GPUs and quota (its creation time before its first stop).

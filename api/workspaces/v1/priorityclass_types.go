@@ -14,6 +14,7 @@ const (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,shortName=wpc
 // +kubebuilder:printcolumn:name="Value",type=integer,JSONPath=`.value`
+// +kubebuilder:printcolumn:name="Preemption",type=string,JSONPath=`.preemptionPolicy`
 // +kubebuilder:printcolumn:name="Description",type=string,JSONPath=`.description`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 
@@ -49,7 +50,36 @@ type WorkspacePriorityClass struct {
 	// platform chose it for every workspace of the class.
 	// +optional
 	NamespaceSelector *metav1.LabelSelector `json:"namespaceSelector,omitempty"`
+
+	// PreemptionPolicy says whether a workspace of this priority that
+	// cannot fit on its cluster may stop running workspaces of a lower
+	// priority of its own tenant to make room: Never (the default: Apiary
+	// preempts only where the platform opts in) or PreemptLowerPriority.
+	// +kubebuilder:default=Never
+	// +optional
+	PreemptionPolicy PreemptionPolicy `json:"preemptionPolicy,omitempty"`
+
+	// MinRuntime is how long a workspace of this priority runs, from its
+	// admission, before a workspace of a higher priority may preempt it;
+	// none when unset.
+	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$`
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must be a duration such as 30m or 8h, below 2562047h"
+	MinRuntime *metav1.Duration `json:"minRuntime,omitempty"`
 }
+
+// PreemptionPolicy says whether workspaces of a priority preempt.
+// +kubebuilder:validation:Enum=Never;PreemptLowerPriority
+type PreemptionPolicy string
+
+// Preemption policies, named as Kubernetes' PriorityClass names them
+// (there the default is to preempt; here it is not).
+const (
+	PreemptNever         PreemptionPolicy = "Never"
+	PreemptLowerPriority PreemptionPolicy = "PreemptLowerPriority"
+)
 
 // +kubebuilder:object:root=true
 

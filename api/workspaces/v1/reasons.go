@@ -158,6 +158,14 @@ const (
 	// priority, or as high and older) wait for the GPUs (or the quota) this
 	// one would take, and are served first.
 	WaitingBehindOlderReason = "WaitingBehindOlderWorkspaces"
+	// PreemptingReason: the workspace cannot fit, and lower-priority
+	// workspaces of its tenant are stopping to make room for it (its
+	// priority class's preemptionPolicy is PreemptLowerPriority); also the
+	// reason of the Normal event that names them.
+	PreemptingReason = "Preempting"
+	// PreemptedReason: the workspace was stopped for one of a higher
+	// priority (a Warning event naming it).
+	PreemptedReason = "Preempted"
 	// QuotaReservedReason: the workspace is charged to its tenant's quotas.
 	QuotaReservedReason = "QuotaReserved"
 	// QuotaExceededReason: a TenantQuota has no room for the workspace.

@@ -1,0 +1,226 @@
+package admission
+
+import (
+	"sort"
+)
+
+// Preemption by stopping. A pending request that cannot fit may name
+// workspaces to stop for it: admitted ones of a strictly lower priority that
+// the caller allows (its tenant's, past their minimum runtime), the fewest
+// whose going makes the request fit in the planned queue and, among sets as
+// small, the first in the order of preference (lowest priority, then the
+// youngest admission). The plan decides "fits": per node, after every
+// request ahead in the queue, so GPUs freed on nodes the request cannot
+// use, or that a request ahead of it would take, preempt no one.
+//
+// What workspaces already leaving (stopping, preempted before) hold counts
+// as freed: a request that fits once they are gone preempts no one more, so
+// two preemptors never stop workspaces for the same room. Victims are of a
+// lower priority than their preemptor and queue again behind it, so no
+// preemption undoes another: there are no cycles.
+
+// MaxPreemptionSearch bounds the plans evaluated to find the fewest
+// victims; past it, the victims are chosen greedily in the order of
+// preference and then pruned of those not needed.
+const MaxPreemptionSearch = 1024
+
+// Preemption is what a preemptor may do.
+type Preemption struct {
+	// Victims are the keys of the workspaces to stop, in the order of
+	// preference; empty when stopping workspaces would not make it fit,
+	// or it fits already.
+	Victims []string
+	// Freeing is set when the request fits once the workspaces already
+	// leaving are gone: it waits for them and preempts no one.
+	Freeing bool
+}
+
+// Preempt finds the workspaces the pending request of key should stop to
+// fit. candidate says which workspaces the caller allows as victims; it is
+// asked only of admitted, not leaving workspaces of a lower priority.
+func Preempt(s Snapshot, key string, policy Policy, candidate func(*Workspace) bool) Preemption {
+	var self *Workspace
+	for i := range s.Workspaces {
+		if s.Workspaces[i].Key == key {
+			self = &s.Workspaces[i]
+		}
+	}
+	if self == nil || self.Pending == nil || self.Pending.Demand() <= 0 {
+		return Preemption{}
+	}
+	leaving := map[string]bool{}
+	for _, w := range s.Workspaces {
+		if w.Leaving && w.Key != key {
+			leaving[w.Key] = true
+		}
+	}
+	fits := func(gone map[string]bool) bool {
+		return Plan(without(s, gone), policy)[key].Outcome == Admit
+	}
+	if fits(leaving) {
+		return Preemption{Freeing: len(leaving) > 0}
+	}
+	cands := preemptionCandidates(without(s, leaving), self, candidate)
+	all := union(leaving, cands)
+	if len(cands) == 0 || !fits(all) {
+		return Preemption{}
+	}
+	evals := 0
+	for k := 1; k <= len(cands); k++ {
+		var found []string
+		done := combinations(len(cands), k, func(idx []int) bool {
+			if evals++; evals > MaxPreemptionSearch {
+				return true
+			}
+			set := make([]string, len(idx))
+			for i, j := range idx {
+				set[i] = cands[j]
+			}
+			if fits(union(leaving, set)) {
+				found = set
+				return true
+			}
+			return false
+		})
+		if found != nil {
+			return Preemption{Victims: found}
+		}
+		if done && evals > MaxPreemptionSearch {
+			break
+		}
+	}
+	return Preemption{Victims: greedyVictims(cands, leaving, fits)}
+}
+
+// greedyVictims takes candidates in the order of preference until the
+// request fits, then gives back, from the last taken, each one it fits
+// without.
+func greedyVictims(cands []string, leaving map[string]bool, fits func(map[string]bool) bool) []string {
+	var taken []string
+	for _, c := range cands {
+		taken = append(taken, c)
+		if fits(union(leaving, taken)) {
+			break
+		}
+	}
+	for i := len(taken) - 1; i >= 0; i-- {
+		rest := append(append([]string(nil), taken[:i]...), taken[i+1:]...)
+		if fits(union(leaving, rest)) {
+			taken = rest
+		}
+	}
+	return taken
+}
+
+// preemptionCandidates are the workspaces the caller allows that hold GPUs
+// (reserved, or bound pods) on a node the request could use, in the order
+// of preference: the lowest priority, then the youngest admission, then
+// the key.
+func preemptionCandidates(s Snapshot, self *Workspace, candidate func(*Workspace) bool) []string {
+	p := newPlanner(s)
+	p.reserveAdmitted(map[string]Decision{})
+	resource, _, ok := p.resolve(*self.Pending)
+	if !ok {
+		return nil
+	}
+	eligible := map[string]bool{}
+	for _, n := range p.nodes {
+		if matches(n, self.Pending.Selector, resource) && allocatable(n, resource) >= self.Pending.PerReplica {
+			eligible[n.Name] = true
+		}
+	}
+	holds := func(key string) bool {
+		for _, sl := range p.reserved[key] {
+			if eligible[sl.Node] && sl.GPUs > 0 {
+				return true
+			}
+		}
+		for _, pod := range p.pods[key] {
+			if eligible[pod.Node] && pod.GPUs[resource] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var out []*Workspace
+	for _, w := range p.workspaces {
+		if w.Key == self.Key || w.Admitted == nil || w.Pending != nil || w.Leaving || w.Priority >= self.Priority {
+			continue
+		}
+		if holds(w.Key) && candidate(w) {
+			out = append(out, w)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Priority != b.Priority:
+			return a.Priority < b.Priority
+		case !a.Since.Equal(b.Since):
+			return a.Since.After(b.Since)
+		}
+		return a.Key < b.Key
+	})
+	keys := make([]string, len(out))
+	for i, w := range out {
+		keys[i] = w.Key
+	}
+	return keys
+}
+
+// without is the snapshot with the given workspaces gone: no admission, no
+// request, no bound pods.
+func without(s Snapshot, gone map[string]bool) Snapshot {
+	if len(gone) == 0 {
+		return s
+	}
+	out := Snapshot{Nodes: s.Nodes, Workspaces: make([]Workspace, 0, len(s.Workspaces))}
+	for _, w := range s.Workspaces {
+		if gone[w.Key] {
+			continue
+		}
+		out.Workspaces = append(out.Workspaces, w)
+	}
+	for _, p := range s.Pods {
+		if p.Workspace == "" || !gone[p.Workspace] {
+			out.Pods = append(out.Pods, p)
+		}
+	}
+	return out
+}
+
+func union(a map[string]bool, b []string) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for _, k := range b {
+		out[k] = true
+	}
+	return out
+}
+
+// combinations calls f with every k-subset of 0..n-1 in lexicographic
+// order until f returns true; it reports whether f did.
+func combinations(n, k int, f func([]int) bool) bool {
+	idx := make([]int, k)
+	for i := range idx {
+		idx[i] = i
+	}
+	for {
+		if f(idx) {
+			return true
+		}
+		i := k - 1
+		for i >= 0 && idx[i] == n-k+i {
+			i--
+		}
+		if i < 0 {
+			return false
+		}
+		idx[i]++
+		for j := i + 1; j < k; j++ {
+			idx[j] = idx[j-1] + 1
+		}
+	}
+}
