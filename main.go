@@ -18,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/kubeconfig"
 	"github.com/apiaryhq/apiary/internal/manager"
@@ -136,6 +137,12 @@ func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 		func(v string) error {
 			opts.GPUQueueing = admission.Policy(v)
 			return opts.GPUQueueing.Validate()
+		})
+	fs.Func("preemption-requeue", "Where a workspace preempted by one of a higher priority queues again: Eviction (default; "+
+		"from the time it was preempted) or Creation (the place it held before).",
+		func(v string) error {
+			opts.PreemptionRequeue = workspacesv1.RequeueTimestamp(v)
+			return manager.ValidateRequeue(opts.PreemptionRequeue)
 		})
 	fs.DurationVar(&opts.CRDCheckInterval, "crd-check-interval", 0,
 		"How often to look for k0rdent's CRDs while they are missing (default 10s).")

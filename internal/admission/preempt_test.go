@@ -75,11 +75,11 @@ func TestPreempt(t *testing.T) {
 			runs:    []run{{key: "t/leaving", node: "n1", gpus: 4, leaving: true}},
 			waiters: []Workspace{waitingFor("t/high", 10, 5, 4, 1, a100)}, self: "t/high", want: Preemption{Freeing: true}},
 		{name: "a second preemptor does not stop anyone for the room the first is freeing", nodes: []Node{gpuNode("n1", 4, a100)},
-			runs: []run{{key: "t/leaving", node: "n1", gpus: 4, leaving: true}},
+			runs:    []run{{key: "t/leaving", node: "n1", gpus: 4, leaving: true}},
 			waiters: []Workspace{waitingFor("t/first", 10, 1, 4, 1, a100), waitingFor("t/second", 10, 5, 4, 1, a100)},
 			self:    "t/second"},
 		{name: "room the first is freeing, and more for the second", nodes: []Node{gpuNode("n1", 4, a100), gpuNode("n2", 4, a100)},
-			runs: []run{{key: "t/leaving", node: "n1", gpus: 4, leaving: true}, {key: "t/low", node: "n2", gpus: 4}},
+			runs:    []run{{key: "t/leaving", node: "n1", gpus: 4, leaving: true}, {key: "t/low", node: "n2", gpus: 4}},
 			waiters: []Workspace{waitingFor("t/first", 10, 1, 4, 1, a100), waitingFor("t/second", 10, 5, 4, 1, a100)},
 			self:    "t/second", want: Preemption{Victims: []string{"t/low"}}},
 		{name: "a reservation without pods counts", nodes: []Node{gpuNode("n1", 4, a100)},
@@ -184,7 +184,9 @@ func checkPreempt(t *testing.T, rng chooser, seed uint64) {
 			leaving[w.Key] = true
 		}
 	}
-	fits := func(set []string) bool { return Plan(without(s, union(leaving, set)), policy)[self.Key].Outcome == Admit }
+	fits := func(set []string) bool {
+		return Plan(without(s, union(leaving, set)), policy)[self.Key].Outcome == Admit
+	}
 	// The candidates: allowed, admitted, not leaving, of a lower priority,
 	// holding GPUs on a node the request could use.
 	eligible := map[string]bool{}

@@ -86,6 +86,8 @@ type Config struct {
 	Mesh mesh.Config
 	// Policy orders the workspaces waiting for GPUs; StrictFIFO when empty.
 	Policy admission.Policy
+	// PreemptionRequeue is where a preempted workspace queues again; Eviction when empty.
+	PreemptionRequeue workspacesv1.RequeueTimestamp
 	// PrerequisiteGracePeriod, when set, removes unused prerequisite installs.
 	PrerequisiteGracePeriod time.Duration
 	// ValuesFromServiceAccount, when set, makes workspaces' valuesFrom
@@ -183,7 +185,7 @@ func List(mgr ctrl.Manager, d Deps, c Config) ([]Entry, error) {
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), EventRecorder: mgr.GetEventRecorder("apiary-workspacedeployment"),
 				Bundles: bundles, Sink: d.Sink, SyncReader: mgr.GetCache(), Children: d.Children,
 				NoCrossNamespaceRefs: c.NoCrossNamespaceRefs, Settings: d.Settings, Gateway: c.Gateway, RouteSinks: d.Routes,
-				Mesh: c.Mesh, Ledger: ledger, Policy: c.Policy, Shards: d.Shards, Installs: installs, Sweeper: sweeper,
+				Mesh: c.Mesh, Ledger: ledger, Policy: c.Policy, PreemptionRequeue: c.PreemptionRequeue, Shards: d.Shards, Installs: installs, Sweeper: sweeper,
 				ValuesReader: valuesReader, Clock: c.Clock, Activity: c.Activity,
 			}).SetupWithManager(mgr, workspace.Options{MaxConcurrentReconciles: c.WorkspaceWorkers})
 		},

@@ -25,6 +25,7 @@ func (d *deps) controllers(mgr ctrl.Manager, opts Options) ([]controllerSetup, e
 		Gateway:                 types.NamespacedName{Namespace: opts.WorkspaceGatewayNamespace, Name: opts.WorkspaceGatewayName},
 		Mesh:                    opts.mesh(),
 		Policy:                  opts.GPUQueueing,
+		PreemptionRequeue:       opts.PreemptionRequeue,
 		PrerequisiteGracePeriod: opts.PrerequisiteGracePeriod,
 		ClusterWide:             opts.clusterWide(),
 

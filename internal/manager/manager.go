@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/kubeconfig"
 	"github.com/apiaryhq/apiary/internal/mesh"
@@ -127,6 +128,9 @@ type Options struct {
 	// GPUQueueing orders the workspaces that wait for GPUs on a cluster:
 	// admission.StrictFIFO (the default) or admission.BestEffortFIFO.
 	GPUQueueing admission.Policy
+	// PreemptionRequeue is where a preempted workspace queues again:
+	// Eviction (the default) or Creation.
+	PreemptionRequeue workspacesv1.RequeueTimestamp
 	// PrerequisiteGracePeriod is how long a shared prerequisite that no
 	// workspace of its cluster needs any more is kept before it is removed;
 	// zero (the default) keeps it forever, as the exalsius operator does.
@@ -207,6 +211,9 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		if err := opts.GPUQueueing.Validate(); err != nil {
 			return nil, nil, err
 		}
+	}
+	if err := ValidateRequeue(opts.PreemptionRequeue); err != nil {
+		return nil, nil, err
 	}
 	if opts.PrerequisiteGracePeriod < 0 {
 		return nil, nil, fmt.Errorf("the prerequisite grace period %s is negative", opts.PrerequisiteGracePeriod)
@@ -320,4 +327,13 @@ func leaseDurations(d time.Duration, num, den int64) *time.Duration {
 	}
 	v := d * time.Duration(num) / time.Duration(den)
 	return &v
+}
+
+// ValidateRequeue reports an unknown requeue timestamp; empty is Eviction.
+func ValidateRequeue(t workspacesv1.RequeueTimestamp) error {
+	switch t {
+	case "", workspacesv1.RequeueEviction, workspacesv1.RequeueCreation:
+		return nil
+	}
+	return fmt.Errorf("unknown preemption requeue timestamp %q (want %s or %s)", t, workspacesv1.RequeueEviction, workspacesv1.RequeueCreation)
 }

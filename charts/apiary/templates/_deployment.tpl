@@ -82,6 +82,7 @@ spec:
             - --workspacedeployment-concurrency={{ .Values.concurrency.workspaceDeployment }}
             - --tenantquota-concurrency={{ .Values.concurrency.tenantQuota }}
             - --gpu-queueing-policy={{ .Values.gpuAdmission.queueingPolicy }}
+            - --preemption-requeue={{ .Values.gpuAdmission.preemptionRequeue }}
             - --no-cross-namespace-refs={{ .Values.noCrossNamespaceRefs }}
             {{- with .Values.gpuInventoryInterval }}
             - --gpu-inventory-interval={{ . }}

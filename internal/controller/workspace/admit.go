@@ -89,12 +89,16 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 			return stopWith(0), fmt.Errorf("listing pods of %s: %w", w.cdKey, err)
 		}
 		unlock = r.gate.lock(w.cdKey)
-		if decision, err = r.decideGPUs(ctx, w, req, nodes, pods); err != nil {
+		var read gateRead
+		if decision, read, err = r.decideGPUs(ctx, w, req, nodes, pods); err != nil {
 			return stopWith(0), err
 		}
 		stampVendor(w, decision.Vendor)
 		r.feasibilityFromGate(w, want, nodes, pods, &decision)
 		if decision.Outcome != admission.Admit {
+			if res, preempting, err := r.preempt(ctx, w, req, read, decision); preempting || err != nil {
+				return res, err
+			}
 			return r.gpuVerdict(ctx, w, req, decision), nil
 		}
 		rec.ResourceName, rec.Placement = decision.Resource, admission.PlacementRecord(decision.Placement)

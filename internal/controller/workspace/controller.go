@@ -81,6 +81,9 @@ type Reconciler struct {
 	Ledger *quota.Ledger
 	// Policy orders the workspaces that wait for GPUs; StrictFIFO when empty.
 	Policy admission.Policy
+	// PreemptionRequeue is where a preempted workspace queues again
+	// (Kueue's requeuingStrategy.timestamp); Eviction when empty.
+	PreemptionRequeue workspacesv1.RequeueTimestamp
 	// Shards decides which shard acts on a workspace's cluster; every
 	// workspace is this process's when nil.
 	Shards *shard.Gate
@@ -295,6 +298,9 @@ type workspaceRun struct {
 	// waits are what the workspace waits for when the reconciliation ends
 	// (workspace_waits.go).
 	waits []wake.Topic
+	// priorityClass is the workspace's resolved WorkspacePriorityClass;
+	// nil without one.
+	priorityClass *workspacesv1.WorkspacePriorityClass
 	// stopping is why the workspace stops; empty when it runs.
 	stopping workspacesv1.StopReason
 	// starting is set when a stopped workspace is to run again.

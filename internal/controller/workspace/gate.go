@@ -27,36 +27,48 @@ import (
 // top of the watches that wake it (node, pod, workspace and quota changes).
 const waitingResync = time.Minute
 
+// gateRead is what one decision of the gate read: the cluster's snapshot,
+// and the workspaces in it by key (this manager's last writes of them
+// where the cache is behind).
+type gateRead struct {
+	snap      admission.Snapshot
+	workspace map[string]*workspacesv1.WorkspaceDeployment
+}
+
 // decideGPUs reads the child cluster's nodes and pods and plans the
 // cluster's queue with the workspace's request in it. The caller holds the
-// cluster's lock. stop is set, with the step's result, when the child
-// cannot be read.
+// cluster's lock.
 func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admission.Request, nodes []corev1.Node,
-	pods []corev1.Pod) (admission.Decision, error) {
+	pods []corev1.Pod) (admission.Decision, gateRead, error) {
 	siblings, err := r.clusterWorkspaces(ctx, w.cdKey)
 	if err != nil {
-		return admission.Decision{}, err
+		return admission.Decision{}, gateRead{}, err
 	}
-	snap := admission.Snapshot{Nodes: admission.NodesFrom(nodes)}
+	read := gateRead{snap: admission.Snapshot{Nodes: admission.NodesFrom(nodes)},
+		workspace: make(map[string]*workspacesv1.WorkspaceDeployment, len(siblings)+1)}
 	owners := map[string]string{}
+	add := func(s *workspacesv1.WorkspaceDeployment) {
+		key := client.ObjectKeyFromObject(s).String()
+		owners[childNamespace(s.Name)] = key
+		read.workspace[key] = s
+		read.snap.Workspaces = append(read.snap.Workspaces, r.gateView(w, s, req))
+	}
 	self := false
 	for i := range siblings {
-		s := &siblings[i]
+		s := r.written.Latest(&siblings[i]) // a preemption this manager wrote
 		if s.UID == w.obj.UID {
 			s, self = w.obj, true
 		}
-		owners[childNamespace(s.Name)] = client.ObjectKeyFromObject(s).String()
-		snap.Workspaces = append(snap.Workspaces, r.gateView(w, s, req))
+		add(s)
 	}
 	if !self { // not in the cache yet
-		snap.Workspaces = append(snap.Workspaces, r.gateView(w, w.obj, req))
-		owners[childNamespace(w.obj.Name)] = client.ObjectKeyFromObject(w.obj).String()
+		add(w.obj)
 	}
-	snap.Pods = admission.PodsFrom(pods, func(ns string) string { return owners[ns] })
+	read.snap.Pods = admission.PodsFrom(pods, func(ns string) string { return owners[ns] })
 	key := client.ObjectKeyFromObject(w.obj).String()
-	plan := admission.Plan(snap, r.Policy) // what Decide does, keeping the whole plan for the metrics
-	metrics.ObserveGate(w.cdKey, snap, plan, key)
-	return plan[key], nil
+	plan := admission.Plan(read.snap, r.Policy) // what Decide does, keeping the whole plan for the metrics
+	metrics.ObserveGate(w.cdKey, read.snap, plan, key)
+	return plan[key], read, nil
 }
 
 // gateView is how the gate sees one workspace of the cluster: its
@@ -66,11 +78,11 @@ func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admis
 // on its status.
 func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
 	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s),
-		Priority: priorityOf(s)}
+		Priority: priorityOf(s), Leaving: stopping(s)}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
-		out.Admitted = admission.Recorded(a)
+		out.Admitted, out.Since = admission.Recorded(a), a.AdmittedAt.Time
 	}
 	if a == nil && !candidate && delivered(s) && s.Status.ResolvedResources != nil {
 		// Delivered before admissions were recorded (an upgrade, or another

@@ -74,6 +74,9 @@ func (r *Reconciler) lifecycle(ctx context.Context, w *workspaceRun) (stepResult
 	case lifecycle.Stop:
 		return r.beginStop(ctx, w, v.Reason, now)
 	}
+	if preempted(obj) && obj.Status.Lifecycle.StoppedAt == nil {
+		return r.stopPreempted(ctx, w, now)
+	}
 	if stopping(obj) && obj.Spec.Suspend {
 		// Starting delivers: a suspended workspace stays stopped.
 		return r.beginStop(ctx, w, obj.Status.Lifecycle.StopReason, now)
@@ -85,6 +88,34 @@ func (r *Reconciler) lifecycle(ctx context.Context, w *workspaceRun) (stepResult
 		return proceed, nil
 	}
 	return r.cullIdle(ctx, w, now)
+}
+
+// preempted reports whether a workspace is stopping, or stopped, for a
+// preemption (preempt.go), and has not started again.
+func preempted(obj *workspacesv1.WorkspaceDeployment) bool {
+	return stopping(obj) && obj.Status.Lifecycle.StopReason == workspacesv1.StopPreempted
+}
+
+// stopPreempted carries on the stop a preemptor wrote onto the workspace.
+// Under its class's afterPreemption Stay it first sets
+// spec.lifecycle.stopped, as idle culling does, so that starting it again
+// is its user's; otherwise, once stopped, it starts again on its own
+// (beginStart), from the place its preemption recorded
+// (lifecycle.QueuedAt).
+func (r *Reconciler) stopPreempted(ctx context.Context, w *workspaceRun, now time.Time) (stepResult, error) {
+	obj, classLC := w.obj, lifecycleOf(w)
+	if classLC != nil && classLC.AfterPreemption == workspacesv1.PreemptedStay && (obj.Spec.Lifecycle == nil || !obj.Spec.Lifecycle.Stopped) {
+		patched := obj.DeepCopy()
+		if patched.Spec.Lifecycle == nil {
+			patched.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{}
+		}
+		patched.Spec.Lifecycle.Stopped = true
+		if err := r.Patch(ctx, patched, client.MergeFrom(obj), client.FieldOwner("apiary")); err != nil {
+			return stopWith(0), fmt.Errorf("keeping the preempted workspace stopped: %w", err)
+		}
+		obj.Spec.Lifecycle = patched.Spec.Lifecycle
+	}
+	return r.beginStop(ctx, w, workspacesv1.StopPreempted, now)
 }
 
 // stopping reports whether a workspace began to stop and has not started again.

@@ -78,6 +78,7 @@ func (r *Reconciler) resolvePriority(ctx context.Context, w *workspaceRun) (step
 		return stopWith(0), nil
 	}
 	obj.Status.Priority = &workspacesv1.WorkspacePriority{ClassName: want.Name, Value: v.Value}
+	w.priorityClass = pc
 	conditions.MarkTrue(obj, workspacesv1.PriorityResolvedCondition, workspacesv1.PriorityResolvedReason, "%s", v.Message)
 	return proceed, nil
 }

@@ -55,6 +55,7 @@ func (r *Reconciler) beginStop(ctx context.Context, w *workspaceRun, reason work
 	case first:
 		at := metav1.NewTime(now)
 		l.StopRequestedAt, l.StoppedAt, l.StopReason = &at, nil, reason
+		l.Preemption = nil // a preemption writes its record with the intent (markPreempted)
 		obj.Status.Phase = workspacesv1.PhaseStopped
 		obj.Status.Message = fmt.Sprintf("stopping (%s): pausing the release, then scaling its workloads to zero", reason)
 	case expired:

@@ -305,7 +305,12 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 	if lost {
 		topics = append(topics, wake.Topic{Kind: waitHosts})
 	}
-	return append(r.wake(topics...), r.hostRivals(n, gained)...)
+	out := append(r.wake(topics...), r.hostRivals(n, gained)...)
+	if preempted(n) && !preempted(o) {
+		// A preemptor wrote the stop onto its status (no new generation).
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(n)})
+	}
+	return out
 }
 
 // siblingGone maps a workspace's deletion to what it frees: GPUs of its

@@ -119,12 +119,18 @@ func Policy(class *workspacesv1.ClassLifecycle) workspacesv1.ExpiryPolicy {
 }
 
 // QueuedAt is a workspace's place in the queues for GPUs and quota: when
-// it last asked to start, else its creation.
+// it last asked to start, else its creation; after a preemption, the place
+// the preemption gave it (its requeue timestamp), from the start that
+// followed it.
 func QueuedAt(obj *workspacesv1.WorkspaceDeployment) time.Time {
-	if l := obj.Status.Lifecycle; l != nil && l.QueuedAt != nil {
-		return l.QueuedAt.Time
+	l := obj.Status.Lifecycle
+	if l == nil || l.QueuedAt == nil {
+		return obj.CreationTimestamp.Time
 	}
-	return obj.CreationTimestamp.Time
+	if p := l.Preemption; p != nil && p.QueueAs != nil && !l.QueuedAt.Before(&p.At) {
+		return p.QueueAs.Time
+	}
+	return l.QueuedAt.Time
 }
 
 // addSaturating adds d to t; a negative duration (which the API does not

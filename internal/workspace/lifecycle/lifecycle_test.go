@@ -80,6 +80,17 @@ func TestQueuedAt(t *testing.T) {
 	g.Expect(QueuedAt(w)).To(Equal(t0), "stopped, not asked to start")
 	w.Status.Lifecycle.QueuedAt = at(2 * time.Hour)
 	g.Expect(QueuedAt(w)).To(Equal(t0.Add(2*time.Hour)), "asked to start: from then")
+
+	// Preempted at 3h, with its requeue timestamp (Creation: the place it held).
+	w.Status.Lifecycle.Preemption = &workspacesv1.WorkspacePreemption{By: "team/urgent", At: *at(3 * time.Hour), QueueAs: at(2 * time.Hour)}
+	w.Status.Lifecycle.QueuedAt = at(2 * time.Hour)
+	g.Expect(QueuedAt(w)).To(Equal(t0.Add(2*time.Hour)), "preempted, not started yet")
+	w.Status.Lifecycle.QueuedAt = at(4 * time.Hour)
+	g.Expect(QueuedAt(w)).To(Equal(t0.Add(2*time.Hour)), "started after the preemption: the place the preemption gave it")
+	w.Status.Lifecycle.Preemption.QueueAs = at(3 * time.Hour)
+	g.Expect(QueuedAt(w)).To(Equal(t0.Add(3*time.Hour)), "Eviction: from the preemption")
+	w.Status.Lifecycle.Preemption.QueueAs = nil
+	g.Expect(QueuedAt(w)).To(Equal(t0.Add(4*time.Hour)), "no requeue timestamp: from the start")
 }
 
 // FuzzDecide checks the invariants of the verdict for any durations and

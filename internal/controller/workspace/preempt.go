@@ -1,0 +1,252 @@
+package workspace
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	"github.com/fluxcd/pkg/runtime/jitter"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
+	"github.com/apiaryhq/apiary/internal/controller/reconciler"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
+)
+
+// Preemption by stopping (docs/admission.md "Preemption"). A waiting
+// workspace whose priority class says PreemptLowerPriority may stop
+// running workspaces of a lower priority of its own tenant that have run
+// their minimum time, the fewest whose going makes it fit
+// (admission.Preempt). The preemptor writes the stop's intent onto each
+// victim's status (stopReason Preempted, status.lifecycle.preemption),
+// with the victim's resourceVersion, under the cluster's gate lock; each
+// victim then stops itself as any stop goes (lifecycle, halt), keeping its
+// volumes, and queues again on its own (afterPreemption). The preemptor
+// waits, as Preempting, until the room is free.
+
+// preempt looks for workspaces to stop for a request the gate made wait.
+// preempting is set when the workspace waits for a preemption: then res is
+// the step's result.
+func (r *Reconciler) preempt(ctx context.Context, w *workspaceRun, req *admission.Request, read gateRead,
+	d admission.Decision) (res stepResult, preempting bool, err error) {
+	pc := w.priorityClass
+	if pc == nil || pc.PreemptionPolicy != workspacesv1.PreemptLowerPriority {
+		return proceed, false, nil
+	}
+	switch d.Reason {
+	case admission.Insufficient, admission.Fragmented, admission.Queued:
+	default:
+		return proceed, false, nil
+	}
+	key := client.ObjectKeyFromObject(w.obj).String()
+	now := r.now()
+	allow, err := r.victimRule(ctx, w, read, now)
+	if err != nil {
+		return stopWith(0), false, err
+	}
+	p := admission.Preempt(read.snap, key, r.Policy, allow.allows)
+	if allow.err != nil {
+		return stopWith(0), false, allow.err
+	}
+	if len(p.Victims) == 0 {
+		if mine := preemptedBy(read, key); p.Freeing && len(mine) > 0 {
+			return r.waitPreempting(w, req, mine), true, nil
+		}
+		if !allow.next.IsZero() {
+			w.retry = sooner(w.retry, allow.next.Sub(now)+time.Second)
+		}
+		return proceed, false, nil
+	}
+	for _, v := range p.Victims {
+		if err := r.markPreempted(ctx, w, read.workspace[v], now); err != nil {
+			return stopWith(0), false, err
+		}
+	}
+	log.FromContext(ctx).Info("preempting lower-priority workspaces", "victims", p.Victims)
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.PreemptingReason, "Preempt",
+			"stopping %d workspace(s) of a lower priority to make room: %s", len(p.Victims), reconciler.Enumerate(p.Victims, ", ", 5))
+	}
+	return r.waitPreempting(w, req, p.Victims), true, nil
+}
+
+// waitPreempting makes the preemptor wait, as Preempting, for its victims'
+// GPUs; their status changes wake it.
+func (r *Reconciler) waitPreempting(w *workspaceRun, req *admission.Request, victims []string) stepResult {
+	msg := fmt.Sprintf("Waiting for %d GPU(s) on cluster %q: stopping %d workspace(s) of a lower priority to make room: %s",
+		req.Demand(), w.cdKey.Name, len(victims), reconciler.Enumerate(victims, ", ", 5))
+	conditions.MarkFalse(w.obj, workspacesv1.GPUCapacityCondition, workspacesv1.PreemptingReason, "%s", msg)
+	conditions.Delete(w.obj, workspacesv1.QuotaReservedCondition)
+	waiting(w, msg)
+	w.waitFor(clusterTopic(waitCapacity, w.cdKey))
+	return stopWith(jitter.JitteredIntervalDuration(waitingResync))
+}
+
+// preemptedBy are the workspaces of the cluster still stopping for a
+// preemption by key.
+func preemptedBy(read gateRead, key string) []string {
+	var out []string
+	for k, s := range read.workspace {
+		if l := s.Status.Lifecycle; l != nil && l.Preemption != nil && l.Preemption.By == key && stopping(s) && l.StoppedAt == nil {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// victimRule says which workspaces of the cluster a preemptor may stop:
+// running (delivered, not stopping, not asked to stop, not being
+// deleted), of its tenant (sameTenant), and past the minimum runtime of
+// their priority class, counted from their admission. next is when the
+// first workspace held back by its minimum runtime passes it.
+type victimRule struct {
+	allows func(*admission.Workspace) bool
+	next   time.Time
+	// err is the first error reading a victim's tenant or priority class.
+	err error
+}
+
+func (r *Reconciler) victimRule(ctx context.Context, w *workspaceRun, read gateRead, now time.Time) (*victimRule, error) {
+	tenant, err := r.tenantOf(ctx, w.obj.Namespace)
+	if err != nil {
+		return nil, err
+	}
+	rule := &victimRule{}
+	minRuntime := map[string]time.Duration{}
+	rule.allows = func(v *admission.Workspace) bool {
+		s := read.workspace[v.Key]
+		if s == nil || !delivered(s) || !s.DeletionTimestamp.IsZero() || s.UID == w.obj.UID ||
+			(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil {
+			return false
+		}
+		if s.Namespace != w.obj.Namespace {
+			t, err := r.tenantOf(ctx, s.Namespace)
+			if err != nil {
+				rule.err = cmp.Or(rule.err, err)
+				return false
+			}
+			if !sameTenant(tenant, t) {
+				return false
+			}
+		}
+		name := ""
+		if s.Status.Priority != nil {
+			name = s.Status.Priority.ClassName
+		}
+		m, ok := minRuntime[name]
+		if !ok {
+			if m, err = r.minRuntimeOf(ctx, name); err != nil {
+				rule.err = cmp.Or(rule.err, err)
+				return false
+			}
+			minRuntime[name] = m
+		}
+		if until := s.Status.Admission.AdmittedAt.Add(m); now.Before(until) {
+			if rule.next.IsZero() || until.Before(rule.next) {
+				rule.next = until
+			}
+			return false
+		}
+		return true
+	}
+	return rule, nil
+}
+
+// tenant is the TenantQuotas that select a namespace, by name.
+type tenant struct {
+	namespace string
+	quotas    map[string]bool
+}
+
+// tenantOf is the tenant of a namespace.
+func (r *Reconciler) tenantOf(ctx context.Context, namespace string) (tenant, error) {
+	qs, err := r.quotasOf(ctx, namespace)
+	if err != nil {
+		return tenant{}, fmt.Errorf("reading the tenant of namespace %s: %w", namespace, err)
+	}
+	t := tenant{namespace: namespace, quotas: map[string]bool{}}
+	for _, q := range qs {
+		t.quotas[q.Name] = true
+	}
+	return t, nil
+}
+
+// sameTenant reports whether two namespaces are one tenant for preemption:
+// the same namespace, or namespaces that exactly the same TenantQuotas (one
+// or more) select. A quota over every namespace and one per team make each
+// team its own tenant.
+func sameTenant(a, b tenant) bool {
+	if a.namespace == b.namespace {
+		return true
+	}
+	if len(a.quotas) == 0 || len(a.quotas) != len(b.quotas) {
+		return false
+	}
+	for q := range a.quotas {
+		if !b.quotas[q] {
+			return false
+		}
+	}
+	return true
+}
+
+// minRuntimeOf is the minimum runtime of a priority class; none without
+// one, or when the class is gone.
+func (r *Reconciler) minRuntimeOf(ctx context.Context, name string) (time.Duration, error) {
+	if name == "" {
+		return 0, nil
+	}
+	pc := &workspacesv1.WorkspacePriorityClass{}
+	if err := r.Get(ctx, client.ObjectKey{Name: name}, pc); err != nil {
+		if apierrors.IsNotFound(err) {
+			return 0, nil
+		}
+		return 0, fmt.Errorf("reading WorkspacePriorityClass %s: %w", name, err)
+	}
+	if pc.MinRuntime == nil || pc.MinRuntime.Duration < 0 {
+		return 0, nil
+	}
+	return pc.MinRuntime.Duration, nil
+}
+
+// markPreempted writes the stop's intent onto a victim's status, as its own
+// beginStop would, with the version read: a victim that changed since is
+// looked at again on the next try. A Warning event names the preemptor.
+func (r *Reconciler) markPreempted(ctx context.Context, w *workspaceRun, victim *workspacesv1.WorkspaceDeployment, now time.Time) error {
+	if victim == nil {
+		return nil
+	}
+	key := client.ObjectKeyFromObject(w.obj).String()
+	at := metav1.NewTime(now.Truncate(time.Second))
+	queueAs := at
+	if r.PreemptionRequeue == workspacesv1.RequeueCreation {
+		queueAs = metav1.NewTime(lifecycle.QueuedAt(victim))
+	}
+	patched := victim.DeepCopy()
+	l := lifecycleStatus(patched)
+	l.StopRequestedAt, l.StoppedAt, l.StopReason = &at, nil, workspacesv1.StopPreempted
+	l.Preemption = &workspacesv1.WorkspacePreemption{By: key, ByPriority: priorityOf(w.obj), At: at, QueueAs: &queueAs}
+	patched.Status.Phase = workspacesv1.PhaseStopped
+	patched.Status.Message = fmt.Sprintf("preempted by workspace %s (priority %d): stopping, keeping its namespace and volumes", key, priorityOf(w.obj))
+	err := r.Status().Patch(ctx, patched, client.MergeFromWithOptions(victim, client.MergeFromWithOptimisticLock{}))
+	if err != nil {
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return fmt.Errorf("preempting workspace %s: it changed; deciding again: %w", client.ObjectKeyFromObject(victim), err)
+		}
+		return fmt.Errorf("preempting workspace %s: %w", client.ObjectKeyFromObject(victim), err)
+	}
+	r.written.Remember(patched.DeepCopy())
+	if r.EventRecorder != nil {
+		r.EventRecorder.Eventf(patched, w.obj, corev1.EventTypeWarning, workspacesv1.PreemptedReason, "Preempt",
+			"preempted by workspace %s of priority %d: the workspace stops, keeping its namespace and volumes, and queues again "+
+				"once stopped, unless its class keeps it stopped (afterPreemption: Stay)", key, priorityOf(w.obj))
+	}
+	return nil
+}
