@@ -105,15 +105,19 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int, priorities []int32) 
 // tenant, about 100) and the quota check. It reports decisions per second
 // on a fleet of 1,000 waiting workspaces over 50 clusters and 10 quotas:
 // fifo without priorities, priorities with four (0, 100, -10, 1000) spread
-// over the fleet, so that each queue is re-sorted by priority.
+// over the fleet, so that each queue is re-sorted by priority; preemption
+// with the same priorities, every waiting workspace then looking for
+// lower-priority workspaces to stop (Preempt), as one whose priority class
+// preempts does.
 //
 //	go test ./internal/admission -run '^$' -bench AdmissionDecisions -benchtime 3s
 func BenchmarkAdmissionDecisions(b *testing.B) {
-	b.Run("fifo", func(b *testing.B) { benchAdmissionDecisions(b, nil) })
-	b.Run("priorities", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}) })
+	b.Run("fifo", func(b *testing.B) { benchAdmissionDecisions(b, nil, false) })
+	b.Run("priorities", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, false) })
+	b.Run("preemption", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, true) })
 }
 
-func benchAdmissionDecisions(b *testing.B, priorities []int32) {
+func benchAdmissionDecisions(b *testing.B, priorities []int32, preempt bool) {
 	f := newBenchFleet(50, 20, 10, priorities)
 	if len(f.waiters) != 1000 {
 		b.Fatalf("%d waiters", len(f.waiters))
@@ -130,6 +134,9 @@ func benchAdmissionDecisions(b *testing.B, priorities []int32) {
 		}
 		if d.Outcome == Wait {
 			waits++
+			if preempt {
+				_ = Preempt(f.clusters[w.cluster], w.key, StrictFIFO, func(*Workspace) bool { return true })
+			}
 		}
 	}
 	b.StopTimer()

@@ -57,13 +57,15 @@ func Preempt(s Snapshot, key string, policy Policy, candidate func(*Workspace) b
 	fits := func(gone map[string]bool) bool {
 		return Plan(without(s, gone), policy)[key].Outcome == Admit
 	}
+	freeing := func() bool { return len(leaving) > 0 && fits(leaving) }
+	// The common answer first: no candidate, or not enough even with all
+	// of them gone (one plan).
+	cands := preemptionCandidates(without(s, leaving), self, candidate)
+	if len(cands) == 0 || !fits(union(leaving, cands)) {
+		return Preemption{Freeing: freeing()}
+	}
 	if fits(leaving) {
 		return Preemption{Freeing: len(leaving) > 0}
-	}
-	cands := preemptionCandidates(without(s, leaving), self, candidate)
-	all := union(leaving, cands)
-	if len(cands) == 0 || !fits(all) {
-		return Preemption{}
 	}
 	evals := 0
 	for k := 1; k <= len(cands); k++ {

@@ -133,8 +133,15 @@ func (s *sim) checkDeterministic(snap Snapshot, plan map[string]Decision) {
 }
 
 // checkYoungerAdmissionKeepsOlder: once a request is admitted, every older
-// request that fitted before still fits (maybe on other nodes, when the
-// admitted one gave back what it held for an older request).
+// request that fitted before still fits. The caller skips it when the
+// admitted request gives back GPUs it held (a smaller request): first-fit
+// may then place a request ahead of an older one on the freed node rather
+// than where it was placed before, and the older one, which fitted beside
+// it, waits behind it (found by TestPreemptionSequences: a priority-1000
+// request moved onto a node that a shrinking priority -10 workspace freed,
+// and a priority-0 one that fitted there beside it waited).
+// Nothing is over-booked and no priority is inverted; it is first-fit's
+// loss of packing, not a broken promise of the queue.
 func (s *sim) checkYoungerAdmissionKeepsOlder(admitted string, before map[string]Decision) {
 	after := Plan(s.view(), s.policy)
 	for k, w := range s.workspaces {

@@ -43,6 +43,11 @@ type simWorkspace struct {
 	// a status write reaches the cache only at a later "sync" step.
 	cached        *Admission
 	cachedVersion int
+	// admittedAt is when its admission was made; leaving is set while a
+	// preemption's stop is in flight (its admission and pods go at the
+	// step "a preempted workspace stops").
+	admittedAt time.Time
+	leaving    bool
 }
 
 type simPod struct {
@@ -94,6 +99,11 @@ type sim struct {
 	// the admissions it wrote, lost at a restart.
 	version int
 	assumed *Assumptions[*Admission]
+	// preemptions counts the workspaces preempted.
+	preemptions int
+	// crowded draws small requests on a few full nodes, so that
+	// workspaces of a preempting priority often find the room taken.
+	crowded bool
 }
 
 // snapshot is the cluster as it is: every admission as persisted.
@@ -119,7 +129,8 @@ func (s *sim) snapshotWith(admissionOf func(string, *simWorkspace) *Admission) S
 		snap.Pods = append(snap.Pods, pod(p.node, p.ws, p.gpus))
 	}
 	for key, w := range s.workspaces {
-		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Priority: w.priority, Admitted: admissionOf(key, w)}
+		ws := Workspace{Key: key, UID: w.uid, Created: w.created, Priority: w.priority, Admitted: admissionOf(key, w),
+			Leaving: w.leaving, Since: w.admittedAt}
 		if w.pending && !w.failed {
 			r := w.request
 			ws.Pending = &r
@@ -162,8 +173,8 @@ func (s *sim) pick() (string, *simWorkspace) {
 
 func (s *sim) step() string {
 	s.clock = s.clock.Add(time.Duration(s.rng.IntN(3)) * time.Second) // ties in creation time happen
-	switch op := s.rng.IntN(15); {
-	case op == 0:
+	switch op := s.rng.IntN(16); {
+	case op == 0 && !s.crowded:
 		name := fmt.Sprintf("n%d", s.rng.IntN(6))
 		if _, ok := s.nodes[name]; ok {
 			return "add existing node"
@@ -187,7 +198,7 @@ func (s *sim) step() string {
 			n.schedulable = !n.schedulable
 			return "toggle cordon " + name
 		}
-	case op == 3:
+	case op == 3 || op == 0 && s.crowded:
 		s.seq++
 		key := fmt.Sprintf("ns/w%d", s.seq)
 		s.workspaces[key] = &simWorkspace{uid: fmt.Sprintf("u%03d", s.rng.IntN(1000)), created: s.clock, request: s.randomRequest(),
@@ -225,6 +236,8 @@ func (s *sim) step() string {
 			w.priority = s.randomPriority()
 			return fmt.Sprintf("priority of %s is now %d", k, w.priority)
 		}
+	case op == 15:
+		return s.stopPreempted()
 	case op == 13:
 		s.assumed = &Assumptions[*Admission]{}
 		for _, w := range s.workspaces {
@@ -242,6 +255,9 @@ func (s *sim) randomPriority() int32 {
 }
 
 func (s *sim) randomRequest() Request {
+	if s.crowded {
+		return Request{Selector: simSelectors[s.rng.IntN(2)], PerReplica: int64(1 + s.rng.IntN(2)), Replicas: int32(1 + s.rng.IntN(2))}
+	}
 	return Request{Selector: simSelectors[s.rng.IntN(len(simSelectors))], PerReplica: int64(1 + s.rng.IntN(4)), Replicas: int32(1 + s.rng.IntN(3))}
 }
 
@@ -270,20 +286,41 @@ func (s *sim) reconcile() string {
 		w.failed = true
 		return "reconcile " + k + ": fail"
 	case Wait:
-		return "reconcile " + k + ": wait " + string(d.Reason)
+		return "reconcile " + k + ": wait " + string(d.Reason) + s.preempt(k, w)
 	}
 	if s.rng.IntN(8) == 0 {
 		return "reconcile " + k + ": admitted, lost to a crash before the status write"
 	}
+	// What it held before, on each node, beyond its new placement: GPUs
+	// it gives back.
+	held := map[string]int64{}
+	for _, sl := range d.Reserved {
+		held[sl.Node] += sl.GPUs
+	}
+	for _, p := range s.pods {
+		if p.ws == k {
+			held[p.node] += p.gpus
+		}
+	}
+	for _, sl := range d.Placement {
+		held[sl.Node] -= sl.GPUs
+	}
+	gaveBack := false
+	for _, n := range held {
+		gaveBack = gaveBack || n > 0
+	}
 	req := w.request
 	req.Resource = d.Resource
 	w.admitted = &Admission{Request: req, Placement: d.Placement}
+	w.admittedAt = s.clock
 	s.version++
 	w.version = s.version
 	s.assumed.Assume(k, w.admitted, strconv.Itoa(w.version))
 	w.pending = false
 	s.dropPods(k) // the release is upgraded: its old pods go
-	s.checkYoungerAdmissionKeepsOlder(k, planBefore)
+	if !gaveBack {
+		s.checkYoungerAdmissionKeepsOlder(k, planBefore)
+	}
 	return "reconcile " + k + ": admit"
 }
 
@@ -358,11 +395,11 @@ var simTrace []string
 
 func (s *sim) trace() string { return fmt.Sprintf("after %d steps", len(simTrace)) }
 
-func runSim(t *testing.T, seed uint64, steps int, policy Policy, follow bool) {
-	runSimWith(t, rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), steps, policy, follow)
+func runSim(t *testing.T, seed uint64, steps int, policy Policy, follow bool) *sim {
+	return runSimWith(t, rand.New(rand.NewPCG(seed, seed^0x9e3779b9)), steps, policy, follow)
 }
 
-func runSimWith(t *testing.T, rng chooser, steps int, policy Policy, follow bool) {
+func runSimWith(t *testing.T, rng chooser, steps int, policy Policy, follow bool) *sim {
 	s := &sim{t: t, rng: rng, policy: policy, followReservations: follow, nodesStable: follow,
 		nodes: map[string]*simNode{}, workspaces: map[string]*simWorkspace{}, clock: t0, assumed: &Assumptions[*Admission]{}}
 	simTrace = simTrace[:0]
@@ -370,6 +407,7 @@ func runSimWith(t *testing.T, rng chooser, steps int, policy Policy, follow bool
 		simTrace = append(simTrace, s.step())
 		s.check()
 	}
+	return s
 }
 
 // TestGateProperties runs seeded random sequences under both policies, with
@@ -384,9 +422,11 @@ func TestGateProperties(t *testing.T) {
 	for _, policy := range []Policy{StrictFIFO, BestEffortFIFO} {
 		for _, follow := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/follow=%v", policy, follow), func(t *testing.T) {
+				preempted := 0
 				for seed := range uint64(seeds) {
-					runSim(t, seed, 150, policy, follow)
+					preempted += runSim(t, seed, 150, policy, follow).preemptions
 				}
+				t.Logf("%d workspaces preempted over %d sequences (TestPreemptionSequences preempts more)", preempted, seeds)
 			})
 		}
 	}
@@ -407,4 +447,109 @@ func FuzzGate(f *testing.F) {
 		follow := data[0]&2 != 0
 		runSimWith(t, &byteChooser{data: data[1:]}, min(len(data), 400), policy, follow)
 	})
+}
+
+// simPreempts and simMinRuntime are the sim's priority classes: the two
+// highest priorities preempt; the lower ones run a while before they may
+// be preempted.
+func simPreempts(priority int32) bool { return priority >= 100 }
+
+func simMinRuntime(priority int32) time.Duration {
+	return map[int32]time.Duration{0: 2 * time.Second, 100: time.Second}[priority]
+}
+
+// preempt lets a waiting workspace of a preempting priority stop others,
+// as the controller does, and checks the preemption at the moment it is
+// made: every victim admitted, not leaving, of a strictly lower priority
+// (no cycles), past its minimum runtime; the request does not fit once
+// the workspaces already leaving are gone (no second preemptor for the
+// room they free), and does once the victims are gone too.
+func (s *sim) preempt(k string, w *simWorkspace) string {
+	if !simPreempts(w.priority) {
+		return ""
+	}
+	view := s.view()
+	allowed := func(v *Workspace) bool { return s.clock.Sub(v.Since) >= simMinRuntime(v.Priority) }
+	p := Preempt(view, k, s.policy, allowed)
+	if len(p.Victims) == 0 {
+		return ""
+	}
+	leaving := map[string]bool{}
+	for key, o := range s.workspaces {
+		if o.leaving {
+			leaving[key] = true
+		}
+	}
+	if Plan(without(view, leaving), s.policy)[k].Outcome == Admit {
+		s.fail("%s preempts %v although it fits once the workspaces already leaving are gone", k, p.Victims)
+	}
+	if Plan(without(view, union(leaving, p.Victims)), s.policy)[k].Outcome != Admit {
+		s.fail("%s preempts %v, which does not make it fit", k, p.Victims)
+	}
+	for _, v := range p.Victims {
+		o := s.workspaces[v]
+		switch {
+		case o == nil || o.admitted == nil || o.leaving:
+			s.fail("%s preempts %s, which is not admitted or is leaving", k, v)
+		case o.priority >= w.priority:
+			s.fail("%s (priority %d) preempts %s of priority %d", k, w.priority, v, o.priority)
+		case s.clock.Sub(o.admittedAt) < simMinRuntime(o.priority):
+			s.fail("%s preempts %s after %s, before its minimum runtime %s", k, v, s.clock.Sub(o.admittedAt), simMinRuntime(o.priority))
+		}
+		o.leaving = true
+		s.preemptions++
+	}
+	return fmt.Sprintf(", preempts %v", p.Victims)
+}
+
+// stopPreempted finishes the stop of one preempted workspace: its
+// admission and pods go, and it queues again (Eviction: from now).
+func (s *sim) stopPreempted() string {
+	for _, k := range s.keys() {
+		w := s.workspaces[k]
+		if !w.leaving {
+			continue
+		}
+		w.leaving, w.admitted, w.pending, w.failed, w.created = false, nil, true, false, s.clock
+		s.version++
+		w.version = s.version
+		s.assumed.Assume(k, nil, strconv.Itoa(w.version))
+		s.dropPods(k)
+		return "the preempted " + k + " stopped and queues again"
+	}
+	return "nothing"
+}
+
+// TestPreemptionSequences runs the gate's properties, and the preemption's
+// checks at every preemption, on crowded clusters: three nodes of four
+// GPUs, small requests, so that a workspace of a preempting priority often
+// finds the room taken by lower ones, past their minimum runtime or not.
+func TestPreemptionSequences(t *testing.T) {
+	seeds := 120
+	if testing.Short() {
+		seeds = 30
+	}
+	for _, policy := range []Policy{StrictFIFO, BestEffortFIFO} {
+		t.Run(string(policy), func(t *testing.T) {
+			preempted := 0
+			for seed := range uint64(seeds) {
+				s := &sim{t: t, rng: rand.New(rand.NewPCG(seed, 0x5eed)), policy: policy, followReservations: true, nodesStable: true,
+					nodes: map[string]*simNode{}, workspaces: map[string]*simWorkspace{}, clock: t0, assumed: &Assumptions[*Admission]{},
+					crowded: true}
+				for i, l := range []map[string]string{h100, h100, poolA} {
+					s.nodes[fmt.Sprintf("n%d", i)] = &simNode{labels: l, alloc: 4, schedulable: true}
+				}
+				simTrace = simTrace[:0]
+				for range 200 {
+					simTrace = append(simTrace, s.step())
+					s.check()
+				}
+				preempted += s.preemptions
+			}
+			if preempted < seeds/4 {
+				t.Fatalf("%d workspaces preempted over %d sequences: the preemption properties were barely exercised", preempted, seeds)
+			}
+			t.Logf("%d workspaces preempted over %d sequences", preempted, seeds)
+		})
+	}
 }
