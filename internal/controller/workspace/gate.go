@@ -78,7 +78,7 @@ func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admis
 // on its status.
 func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
 	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s),
-		Priority: priorityOf(s), Leaving: stopping(s)}
+		Priority: priorityOf(s), Leaving: leaving(s)}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
@@ -109,6 +109,12 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 func claimsPlace(s *workspacesv1.WorkspaceDeployment) bool {
 	return s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil &&
 		!s.Spec.Suspend && (s.Spec.Lifecycle == nil || !s.Spec.Lifecycle.Stopped)
+}
+
+// leaving reports whether a workspace is giving its GPUs back: stopping,
+// and not failed (a stop that failed, StopUnsupported, holds them).
+func leaving(s *workspacesv1.WorkspaceDeployment) bool {
+	return stopping(s) && s.Status.Phase != workspacesv1.PhaseFailed
 }
 
 // delivered reports whether objects were delivered for a workspace and run:

@@ -94,7 +94,7 @@ func (r *Reconciler) waitPreempting(w *workspaceRun, req *admission.Request, vic
 func preemptedBy(read gateRead, key string) []string {
 	var out []string
 	for k, s := range read.workspace {
-		if l := s.Status.Lifecycle; l != nil && l.Preemption != nil && l.Preemption.By == key && stopping(s) && l.StoppedAt == nil {
+		if l := s.Status.Lifecycle; l != nil && l.Preemption != nil && l.Preemption.By == key && leaving(s) && l.StoppedAt == nil {
 			out = append(out, k)
 		}
 	}
