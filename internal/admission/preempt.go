@@ -2,6 +2,8 @@ package admission
 
 import (
 	"sort"
+
+	"github.com/apiaryhq/apiary/internal/fewest"
 )
 
 // Preemption by stopping. A pending request that cannot fit may name
@@ -9,20 +11,16 @@ import (
 // the caller allows (its tenant's, past their minimum runtime), the fewest
 // whose going makes the request fit in the planned queue and, among sets as
 // small, the first in the order of preference (lowest priority, then the
-// youngest admission). The plan decides "fits": per node, after every
-// request ahead in the queue, so GPUs freed on nodes the request cannot
-// use, or that a request ahead of it would take, preempt no one.
+// youngest admission), as fewest.Choose finds them. The plan decides
+// "fits": per node, after every request ahead in the queue, so GPUs freed
+// on nodes the request cannot use, or that a request ahead of it would
+// take, preempt no one.
 //
 // What workspaces already leaving (stopping, preempted before) hold counts
 // as freed: a request that fits once they are gone preempts no one more, so
 // two preemptors never stop workspaces for the same room. Victims are of a
 // lower priority than their preemptor and queue again behind it, so no
 // preemption undoes another: there are no cycles.
-
-// MaxPreemptionSearch bounds the plans evaluated to find the fewest
-// victims; past it, the victims are chosen greedily in the order of
-// preference and then pruned of those not needed.
-const MaxPreemptionSearch = 1024
 
 // Preemption is what a preemptor may do.
 type Preemption struct {
@@ -67,51 +65,18 @@ func Preempt(s Snapshot, key string, policy Policy, candidate func(*Workspace) b
 	if fits(leaving) {
 		return Preemption{Freeing: len(leaving) > 0}
 	}
-	evals := 0
-	for k := 1; k <= len(cands); k++ {
-		var found []string
-		done := combinations(len(cands), k, func(idx []int) bool {
-			if evals++; evals > MaxPreemptionSearch {
-				return true
-			}
-			set := make([]string, len(idx))
-			for i, j := range idx {
-				set[i] = cands[j]
-			}
-			if fits(union(leaving, set)) {
-				found = set
-				return true
-			}
-			return false
-		})
-		if found != nil {
-			return Preemption{Victims: found}
+	chosen := fewest.Choose(len(cands), func(idx []int) bool {
+		set := make([]string, len(idx))
+		for i, j := range idx {
+			set[i] = cands[j]
 		}
-		if done && evals > MaxPreemptionSearch {
-			break
-		}
+		return fits(union(leaving, set))
+	})
+	victims := make([]string, len(chosen))
+	for i, j := range chosen {
+		victims[i] = cands[j]
 	}
-	return Preemption{Victims: greedyVictims(cands, leaving, fits)}
-}
-
-// greedyVictims takes candidates in the order of preference until the
-// request fits, then gives back, from the last taken, each one it fits
-// without.
-func greedyVictims(cands []string, leaving map[string]bool, fits func(map[string]bool) bool) []string {
-	var taken []string
-	for _, c := range cands {
-		taken = append(taken, c)
-		if fits(union(leaving, taken)) {
-			break
-		}
-	}
-	for i := len(taken) - 1; i >= 0; i-- {
-		rest := append(append([]string(nil), taken[:i]...), taken[i+1:]...)
-		if fits(union(leaving, rest)) {
-			taken = rest
-		}
-	}
-	return taken
+	return Preemption{Victims: victims}
 }
 
 // preemptionCandidates are the workspaces the caller allows that hold GPUs
@@ -200,29 +165,4 @@ func union(a map[string]bool, b []string) map[string]bool {
 		out[k] = true
 	}
 	return out
-}
-
-// combinations calls f with every k-subset of 0..n-1 in lexicographic
-// order until f returns true; it reports whether f did.
-func combinations(n, k int, f func([]int) bool) bool {
-	idx := make([]int, k)
-	for i := range idx {
-		idx[i] = i
-	}
-	for {
-		if f(idx) {
-			return true
-		}
-		i := k - 1
-		for i >= 0 && idx[i] == n-k+i {
-			i--
-		}
-		if i < 0 {
-			return false
-		}
-		idx[i]++
-		for j := i + 1; j < k; j++ {
-			idx[j] = idx[j-1] + 1
-		}
-	}
 }

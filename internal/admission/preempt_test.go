@@ -248,23 +248,23 @@ func checkPreempt(t *testing.T, rng chooser, seed uint64) {
 	for i, v := range got.Victims {
 		gotRanks[i] = rank[v]
 	}
-	for k := 1; k <= len(got.Victims); k++ {
-		combinations(len(order), k, func(idx []int) bool {
-			set := make([]string, k)
-			for i, j := range idx {
-				set[i] = order[j]
+	for mask := range 1 << len(order) {
+		var idx []int
+		var set []string
+		for j := range order {
+			if mask&(1<<j) != 0 {
+				idx, set = append(idx, j), append(set, order[j])
 			}
-			if !fits(set) {
-				return false
-			}
-			if k < len(got.Victims) {
-				fail("%v fits with fewer victims", set)
-			}
-			if slices.Compare(idx, gotRanks) < 0 {
-				fail("%v fits and comes first in the order of preference", set)
-			}
-			return false
-		})
+		}
+		if len(set) == 0 || len(set) > len(got.Victims) || !fits(set) {
+			continue
+		}
+		if len(set) < len(got.Victims) {
+			fail("%v fits with fewer victims", set)
+		}
+		if slices.Compare(idx, gotRanks) < 0 {
+			fail("%v fits and comes first in the order of preference", set)
+		}
 	}
 	// The order of the snapshot does not matter.
 	shuffled := Snapshot{Nodes: slices.Clone(s.Nodes), Pods: slices.Clone(s.Pods), Workspaces: slices.Clone(s.Workspaces)}

@@ -1,7 +1,7 @@
 // Package index registers the field indexes of the manager's cache that
 // several controllers list by, once, before the controllers start: the
 // workspaces of a class, of a cluster, of a regional cluster, of a values
-// object, and those waiting for a quota. A controller's own
+// object, those waiting for a quota, and those a quota counts. A controller's own
 // indexes stay with it.
 package index
 
@@ -30,6 +30,10 @@ const (
 	// WorkspaceQuotaWait: "true" for the workspaces whose QuotaReserved
 	// condition is False (the queues of quotas).
 	WorkspaceQuotaWait = ".status.conditions.quotaReserved"
+	// WorkspaceQuotaCharged: the TenantQuotas a workspace's records say
+	// count it (not released): the members a preemption for room in a
+	// quota chooses from.
+	WorkspaceQuotaCharged = ".status.quotaCharges"
 )
 
 // True is the value of the condition indexes for a workspace that waits.
@@ -68,6 +72,15 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 			return nil
 		}),
 		WorkspaceQuotaWait: falseCondition(workspacesv1.QuotaReservedCondition),
+		WorkspaceQuotaCharged: ws(func(w *workspacesv1.WorkspaceDeployment) []string {
+			var out []string
+			for _, c := range w.Status.QuotaCharges {
+				if !c.Released {
+					out = append(out, c.Quota)
+				}
+			}
+			return out
+		}),
 	} {
 		if err := indexer.IndexField(ctx, &workspacesv1.WorkspaceDeployment{}, field, f); err != nil {
 			return fmt.Errorf("indexing workspaces by %s: %w", field, err)

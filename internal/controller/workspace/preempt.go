@@ -47,11 +47,11 @@ func (r *Reconciler) preempt(ctx context.Context, w *workspaceRun, req *admissio
 	}
 	key := client.ObjectKeyFromObject(w.obj).String()
 	now := r.now()
-	allow, err := r.victimRule(ctx, w, read, now)
+	allow, err := r.victimRule(ctx, w, now)
 	if err != nil {
 		return stopWith(0), false, err
 	}
-	p := admission.Preempt(read.snap, key, r.Policy, allow.allows)
+	p := admission.Preempt(read.snap, key, r.Policy, func(v *admission.Workspace) bool { return allow.allows(ctx, read.workspace[v.Key]) })
 	if allow.err != nil {
 		return stopWith(0), false, allow.err
 	}
@@ -101,62 +101,66 @@ func preemptedBy(read gateRead, key string) []string {
 	return out
 }
 
-// victimRule says which workspaces of the cluster a preemptor may stop:
-// running (delivered, not stopping, not asked to stop, not being
-// deleted), of its tenant (sameTenant), and past the minimum runtime of
-// their priority class, counted from their admission. next is when the
-// first workspace held back by its minimum runtime passes it.
+// victimRule says which workspaces a preemptor may stop: running
+// (delivered, not stopping, not asked to stop, not being deleted, admitted),
+// of a lower priority, of its tenant (sameTenant), and past the minimum
+// runtime of their priority class, counted from their admission. next is
+// when the first workspace held back by its minimum runtime passes it; err
+// the first error reading a tenant or a priority class.
 type victimRule struct {
-	allows func(*admission.Workspace) bool
-	next   time.Time
-	// err is the first error reading a victim's tenant or priority class.
-	err error
+	r          *Reconciler
+	preemptor  *workspacesv1.WorkspaceDeployment
+	tenant     tenant
+	now        time.Time
+	minRuntime map[string]time.Duration
+	next       time.Time
+	err        error
 }
 
-func (r *Reconciler) victimRule(ctx context.Context, w *workspaceRun, read gateRead, now time.Time) (*victimRule, error) {
-	tenant, err := r.tenantOf(ctx, w.obj.Namespace)
+func (r *Reconciler) victimRule(ctx context.Context, w *workspaceRun, now time.Time) (*victimRule, error) {
+	t, err := r.tenantOf(ctx, w.obj.Namespace)
 	if err != nil {
 		return nil, err
 	}
-	rule := &victimRule{}
-	minRuntime := map[string]time.Duration{}
-	rule.allows = func(v *admission.Workspace) bool {
-		s := read.workspace[v.Key]
-		if s == nil || !delivered(s) || !s.DeletionTimestamp.IsZero() || s.UID == w.obj.UID ||
-			(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil {
-			return false
-		}
-		if s.Namespace != w.obj.Namespace {
-			t, err := r.tenantOf(ctx, s.Namespace)
-			if err != nil {
-				rule.err = cmp.Or(rule.err, err)
-				return false
-			}
-			if !sameTenant(tenant, t) {
-				return false
-			}
-		}
-		name := ""
-		if s.Status.Priority != nil {
-			name = s.Status.Priority.ClassName
-		}
-		m, ok := minRuntime[name]
-		if !ok {
-			if m, err = r.minRuntimeOf(ctx, name); err != nil {
-				rule.err = cmp.Or(rule.err, err)
-				return false
-			}
-			minRuntime[name] = m
-		}
-		if until := s.Status.Admission.AdmittedAt.Add(m); now.Before(until) {
-			if rule.next.IsZero() || until.Before(rule.next) {
-				rule.next = until
-			}
-			return false
-		}
-		return true
+	return &victimRule{r: r, preemptor: w.obj, tenant: t, now: now, minRuntime: map[string]time.Duration{}}, nil
+}
+
+// allows reports whether s may be stopped for the preemptor.
+func (v *victimRule) allows(ctx context.Context, s *workspacesv1.WorkspaceDeployment) bool {
+	if s == nil || s.UID == v.preemptor.UID || !delivered(s) || !s.DeletionTimestamp.IsZero() ||
+		(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil || priorityOf(s) >= priorityOf(v.preemptor) {
+		return false
 	}
-	return rule, nil
+	if s.Namespace != v.preemptor.Namespace {
+		t, err := v.r.tenantOf(ctx, s.Namespace)
+		if err != nil {
+			v.err = cmp.Or(v.err, err)
+			return false
+		}
+		if !sameTenant(v.tenant, t) {
+			return false
+		}
+	}
+	name := ""
+	if s.Status.Priority != nil {
+		name = s.Status.Priority.ClassName
+	}
+	m, ok := v.minRuntime[name]
+	if !ok {
+		var err error
+		if m, err = v.r.minRuntimeOf(ctx, name); err != nil {
+			v.err = cmp.Or(v.err, err)
+			return false
+		}
+		v.minRuntime[name] = m
+	}
+	if until := s.Status.Admission.AdmittedAt.Add(m); v.now.Before(until) {
+		if v.next.IsZero() || until.Before(v.next) {
+			v.next = until
+		}
+		return false
+	}
+	return true
 }
 
 // tenant is the TenantQuotas that select a namespace, by name.

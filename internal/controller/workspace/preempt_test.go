@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -223,4 +224,58 @@ func TestPreemptionStaysWithinTheTenant(t *testing.T) {
 		g.Expect(w.Status.Lifecycle.Preemption.By).To(Equal(keyUrgent.String()))
 		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting), "queued again behind it")
 	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestPreemptionForRoomInTheTenantQuota: a TenantQuota of 8 CPUs, held by
+// a running workspace without a priority. A workspace of a preempting
+// priority that the quota refuses stops it — Preempted, named — and is
+// charged in its place; the stopped one keeps its place in the workspaces
+// count and queues again for the quota behind it.
+func TestPreemptionForRoomInTheTenantQuota(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, "preempt-q")
+	nsObj := &corev1.Namespace{}
+	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	controllertest.UpdateSpec(g, nsObj, func(n *corev1.Namespace) { n.Labels["tenant-"+ns] = "one" })
+	controllertest.ReadyCluster(t, ns, "c1")
+	class := controllertest.HubClass(t, ns, "hub", nil)
+	urgentClass := preemptingClass(t, ns, "urgent", 100, workspacesv1.PreemptLowerPriority, 0)
+	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant-" + ns: "one"}},
+		Hard:              quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](5), CPU: ptr.To(resource.MustParse("8"))},
+	}}
+	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
+	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	withCPU := func(name, priority string) *workspacesv1.WorkspaceDeployment {
+		w := controllertest.NewWorkspace(ns, uniq(ns, name), class.Name, "c1")
+		w.Spec.Resources = &workspacesv1.WorkspaceResourceSpec{PerReplica: &workspacesv1.PerReplicaResources{CPU: ptr.To(resource.MustParse("8"))}}
+		w.Spec.PriorityClassName = priority
+		return w
+	}
+	keyLow := controllertest.CreateWorkspace(t, withCPU("holder", ""))
+	running := controllertest.EventuallyRunning(t, keyLow)
+	var before controllertest.HubRelease
+	g.Eventually(func(g Gomega) { before = controllertest.ReadHubRelease(g, running) }, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	keyUrgent := controllertest.CreateWorkspace(t, withCPU("urgent", urgentClass))
+	controllertest.EventuallyRunning(t, keyUrgent)
+	g.Eventually(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, keyLow)
+		g.Expect(w.Status.Lifecycle).NotTo(BeNil())
+		g.Expect(w.Status.Lifecycle.Preemption).NotTo(BeNil())
+		g.Expect(w.Status.Lifecycle.Preemption.By).To(Equal(keyUrgent.String()))
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting), "it queues again, for the quota")
+		g.Expect(controllertest.Condition(w, workspacesv1.QuotaReservedCondition)).NotTo(BeNil())
+		g.Expect(controllertest.Condition(w, workspacesv1.QuotaReservedCondition).Status).To(Equal(metav1.ConditionFalse))
+		rel := controllertest.ReadHubRelease(g, w)
+		g.Expect(rel.PVC.UID).To(Equal(before.PVC.UID), "the volume claim is kept")
+		g.Expect(warningNotes(g, ns, keyLow.Name, workspacesv1.PreemptedReason)).To(ContainElement(ContainSubstring(keyUrgent.String())))
+		got := &quotav1alpha1.TenantQuota{}
+		g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
+		g.Expect(got.Status.Used.Workspaces).To(BeEquivalentTo(2), "the stopped one keeps its place in the count")
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	controllertest.DeleteWorkspace(t, keyUrgent)
+	controllertest.EventuallyRunning(t, keyLow)
 }

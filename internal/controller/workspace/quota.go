@@ -76,6 +76,9 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 	}
 	refusal, err := r.syncQuotas(ctx, w, wants)
 	if refusal != nil {
+		if res, preempting, err := r.preemptForQuota(ctx, w, quotas, refusal, charge); preempting || err != nil {
+			return res, err
+		}
 		return r.quotaWait(w, workspacesv1.QuotaExceededReason, "Waiting for room in "+refusal.Error()), nil
 	}
 	if err != nil {

@@ -45,10 +45,13 @@ type stores struct {
 	left   map[types.NamespacedName]bool
 	// stopChecks remembers when stopped workspaces were last checked in full.
 	stopChecks *stopChecks
+	// quotaPreemptions serialises the preemptions for room in each
+	// TenantQuota, by name (preempt_quota.go).
+	quotaPreemptions *keylock.Locks[string]
 }
 
 func newStores() stores {
-	return stores{gate: newGPUGate(), waits: wake.New(), stopChecks: &stopChecks{},
+	return stores{gate: newGPUGate(), waits: wake.New(), stopChecks: &stopChecks{}, quotaPreemptions: &keylock.Locks[string]{},
 		written: ownwrites.New[*workspacesv1.WorkspaceDeployment](0)}
 }
 
