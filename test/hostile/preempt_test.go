@@ -41,7 +41,7 @@ func Test15PreemptionNeverCrossesTenants(t *testing.T) {
 	for ns, value := range map[string]int32{owner: 200, intruder: 100} {
 		labelNamespace(t, ns, map[string]string{"urgent-granted": ns})
 		create(t, &workspacesv1.WorkspacePriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "urgent-" + ns}, Value: value,
-			PreemptionPolicy: workspacesv1.PreemptLowerPriority,
+			PreemptionPolicy:  workspacesv1.PreemptLowerPriority,
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"urgent-granted": ns}}})
 	}
 	withGPU := func(ns, name, cls, priority string) *workspacesv1.WorkspaceDeployment {
