@@ -23,20 +23,13 @@ import (
 // may name, with a preemption policy and a minimum runtime.
 func preemptingClass(t *testing.T, ns, name string, value int32, policy workspacesv1.PreemptionPolicy, minRuntime time.Duration) string {
 	t.Helper()
-	pc := priorityClassObject(name+"-"+ns, value, &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}})
-	pc.PreemptionPolicy = policy
-	if minRuntime > 0 {
-		pc.MinRuntime = &metav1.Duration{Duration: minRuntime}
-	}
-	if err := controllertest.Env.Client.Create(context.Background(), pc); err != nil {
-		t.Fatalf("creating WorkspacePriorityClass: %v", err)
-	}
-	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), pc) })
-	return pc.Name
-}
-
-func priorityClassObject(name string, value int32, sel *metav1.LabelSelector) *workspacesv1.WorkspacePriorityClass {
-	return &workspacesv1.WorkspacePriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, NamespaceSelector: sel}
+	sel := &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}
+	return priorityClass(t, name+"-"+ns, value, sel, func(pc *workspacesv1.WorkspacePriorityClass) {
+		pc.PreemptionPolicy = policy
+		if minRuntime > 0 {
+			pc.MinRuntime = &metav1.Duration{Duration: minRuntime}
+		}
+	}).Name
 }
 
 // warningNotes are the notes of the Warning events of a workspace.

@@ -20,9 +20,13 @@ import (
 )
 
 // priorityClass creates a WorkspacePriorityClass and removes it after the test.
-func priorityClass(t *testing.T, name string, value int32, sel *metav1.LabelSelector) *workspacesv1.WorkspacePriorityClass {
+func priorityClass(t *testing.T, name string, value int32, sel *metav1.LabelSelector,
+	mutate ...func(*workspacesv1.WorkspacePriorityClass)) *workspacesv1.WorkspacePriorityClass {
 	t.Helper()
 	pc := &workspacesv1.WorkspacePriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value, NamespaceSelector: sel}
+	for _, m := range mutate {
+		m(pc)
+	}
 	if err := controllertest.Env.Client.Create(context.Background(), pc); err != nil {
 		t.Fatalf("creating WorkspacePriorityClass: %v", err)
 	}
