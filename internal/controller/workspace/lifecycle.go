@@ -105,17 +105,27 @@ func preempted(obj *workspacesv1.WorkspaceDeployment) bool {
 func (r *Reconciler) stopPreempted(ctx context.Context, w *workspaceRun, now time.Time) (stepResult, error) {
 	obj, classLC := w.obj, lifecycleOf(w)
 	if classLC != nil && classLC.AfterPreemption == workspacesv1.PreemptedStay && (obj.Spec.Lifecycle == nil || !obj.Spec.Lifecycle.Stopped) {
-		patched := obj.DeepCopy()
-		if patched.Spec.Lifecycle == nil {
-			patched.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{}
-		}
-		patched.Spec.Lifecycle.Stopped = true
-		if err := r.Patch(ctx, patched, client.MergeFrom(obj), client.FieldOwner("apiary")); err != nil {
+		if err := r.setStopped(ctx, obj); err != nil {
 			return stopWith(0), fmt.Errorf("keeping the preempted workspace stopped: %w", err)
 		}
-		obj.Spec.Lifecycle = patched.Spec.Lifecycle
 	}
 	return r.beginStop(ctx, w, workspacesv1.StopPreempted, now)
+}
+
+// setStopped sets a workspace's spec.lifecycle.stopped, as Apiary's field
+// manager, for a stop that only its user is to undo (idle culling, a
+// preemption under afterPreemption: Stay).
+func (r *Reconciler) setStopped(ctx context.Context, obj *workspacesv1.WorkspaceDeployment) error {
+	patched := obj.DeepCopy()
+	if patched.Spec.Lifecycle == nil {
+		patched.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{}
+	}
+	patched.Spec.Lifecycle.Stopped = true
+	if err := r.Patch(ctx, patched, client.MergeFrom(obj), client.FieldOwner("apiary")); err != nil {
+		return err
+	}
+	obj.Spec.Lifecycle = patched.Spec.Lifecycle
+	return nil
 }
 
 // stopping reports whether a workspace began to stop and has not started again.
@@ -287,15 +297,9 @@ func (r *Reconciler) cullIdle(ctx context.Context, w *workspaceRun, now time.Tim
 		return proceed, nil
 	}
 	log.FromContext(ctx).Info("stopping an idle workspace", "idleFor", v.IdleFor.String())
-	patched := obj.DeepCopy()
-	if patched.Spec.Lifecycle == nil {
-		patched.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{}
-	}
-	patched.Spec.Lifecycle.Stopped = true
-	if err := r.Patch(ctx, patched, client.MergeFrom(obj), client.FieldOwner("apiary")); err != nil {
+	if err := r.setStopped(ctx, obj); err != nil {
 		return stopWith(0), fmt.Errorf("stopping the idle workspace: %w", err)
 	}
-	obj.Spec.Lifecycle = patched.Spec.Lifecycle
 	if r.EventRecorder != nil {
 		r.EventRecorder.Eventf(obj, nil, corev1.EventTypeNormal, workspacesv1.IdleCulledReason, "Stop",
 			"the workspace was idle for %s (its class stops workspaces idle for %s); set spec.lifecycle.stopped to false to start it again",
