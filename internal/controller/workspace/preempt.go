@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -98,6 +99,7 @@ func preemptedBy(read gateRead, key string) []string {
 			out = append(out, k)
 		}
 	}
+	slices.Sort(out) // one message, whatever the map's order: no status write for nothing
 	return out
 }
 

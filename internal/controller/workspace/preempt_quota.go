@@ -126,6 +126,7 @@ func namesOf(charges []quotav1alpha1.QuotaCharge) []string {
 	for i, c := range charges {
 		out[i] = c.Namespace + "/" + c.Name
 	}
+	sort.Strings(out)
 	return out
 }
 
