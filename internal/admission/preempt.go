@@ -1,7 +1,9 @@
 package admission
 
 import (
+	"cmp"
 	"sort"
+	"time"
 
 	"github.com/apiaryhq/apiary/internal/fewest"
 )
@@ -120,19 +122,28 @@ func preemptionCandidates(s Snapshot, self *Workspace, candidate func(*Workspace
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
-		switch {
-		case a.Priority != b.Priority:
-			return a.Priority < b.Priority
-		case !a.Since.Equal(b.Since):
-			return a.Since.After(b.Since)
-		}
-		return a.Key < b.Key
+		return VictimOrder(a.Priority, a.Since, a.Key, b.Priority, b.Since, b.Key) < 0
 	})
 	keys := make([]string, len(out))
 	for i, w := range out {
 		keys[i] = w.Key
 	}
 	return keys
+}
+
+// VictimOrder is the order of preference of every preemption's victims,
+// for GPUs (Preempt) and for room in a TenantQuota: the lowest priority
+// first, then the youngest admission (since), then the key. It returns a
+// negative number when a is preferred, a positive one when b is, 0 when
+// neither.
+func VictimOrder(pa int32, sinceA time.Time, keyA string, pb int32, sinceB time.Time, keyB string) int {
+	switch {
+	case pa != pb:
+		return cmp.Compare(pa, pb)
+	case !sinceA.Equal(sinceB):
+		return sinceB.Compare(sinceA)
+	}
+	return cmp.Compare(keyA, keyB)
 }
 
 // without is the snapshot with the given workspaces gone: no admission, no

@@ -65,17 +65,38 @@ func (r *Reconciler) preempt(ctx context.Context, w *workspaceRun, req *admissio
 		}
 		return proceed, false, nil
 	}
-	for _, v := range p.Victims {
-		if err := r.markPreempted(ctx, w, read.workspace[v], now); err != nil {
-			return stopWith(0), false, err
-		}
+	victims := make([]*workspacesv1.WorkspaceDeployment, len(p.Victims))
+	for i, v := range p.Victims {
+		victims[i] = read.workspace[v]
 	}
-	log.FromContext(ctx).Info("preempting lower-priority workspaces", "victims", p.Victims)
+	keys, err := r.preemptVictims(ctx, w, victims, now, "GPUs on cluster "+w.cdKey.Name)
+	if err != nil {
+		return stopWith(0), false, err
+	}
+	return r.waitPreempting(w, req, keys), true, nil
+}
+
+// preemptVictims writes the stop onto each victim (markPreempted), and
+// logs and records, on the preemptor, which it stops for what room. It
+// returns the victims' keys.
+func (r *Reconciler) preemptVictims(ctx context.Context, w *workspaceRun, victims []*workspacesv1.WorkspaceDeployment,
+	now time.Time, room string) ([]string, error) {
+	keys := make([]string, 0, len(victims))
+	for _, v := range victims {
+		if v == nil {
+			continue
+		}
+		if err := r.markPreempted(ctx, w, v, now); err != nil {
+			return nil, err
+		}
+		keys = append(keys, client.ObjectKeyFromObject(v).String())
+	}
+	log.FromContext(ctx).Info("preempting lower-priority workspaces", "room", room, "victims", keys)
 	if r.EventRecorder != nil {
 		r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.PreemptingReason, "Preempt",
-			"stopping %d workspace(s) of a lower priority to make room: %s", len(p.Victims), reconciler.Enumerate(p.Victims, ", ", 5))
+			"stopping %d workspace(s) of a lower priority to make room (%s): %s", len(keys), room, reconciler.Enumerate(keys, ", ", 5))
 	}
-	return r.waitPreempting(w, req, p.Victims), true, nil
+	return keys, nil
 }
 
 // waitPreempting makes the preemptor wait, as Preempting, for its victims'
@@ -95,12 +116,19 @@ func (r *Reconciler) waitPreempting(w *workspaceRun, req *admission.Request, vic
 func preemptedBy(read gateRead, key string) []string {
 	var out []string
 	for k, s := range read.workspace {
-		if l := s.Status.Lifecycle; l != nil && l.Preemption != nil && l.Preemption.By == key && leaving(s) && l.StoppedAt == nil {
+		if stoppingFor(s, key) {
 			out = append(out, k)
 		}
 	}
 	slices.Sort(out) // one message, whatever the map's order: no status write for nothing
 	return out
+}
+
+// stoppingFor reports whether a workspace is still stopping, and holding
+// what it gives back, for a preemption by the workspace of key.
+func stoppingFor(s *workspacesv1.WorkspaceDeployment, key string) bool {
+	l := s.Status.Lifecycle
+	return leaving(s) && l.Preemption != nil && l.Preemption.By == key && l.StoppedAt == nil
 }
 
 // victimRule says which workspaces a preemptor may stop: running
@@ -226,9 +254,6 @@ func (r *Reconciler) minRuntimeOf(ctx context.Context, name string) (time.Durati
 // beginStop would, with the version read: a victim that changed since is
 // looked at again on the next try. A Warning event names the preemptor.
 func (r *Reconciler) markPreempted(ctx context.Context, w *workspaceRun, victim *workspacesv1.WorkspaceDeployment, now time.Time) error {
-	if victim == nil {
-		return nil
-	}
 	key := client.ObjectKeyFromObject(w.obj).String()
 	at := metav1.NewTime(now.Truncate(time.Second))
 	queueAs := at

@@ -3,15 +3,14 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"sort"
+	"slices"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/quota"
@@ -58,9 +57,13 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceQuotaCharged: q.Name}); err != nil {
 		return stopWith(0), false, fmt.Errorf("listing the workspaces TenantQuota %s counts: %w", q.Name, err)
 	}
-	var gone, mine []quotav1alpha1.QuotaCharge
-	var cands []*workspacesv1.WorkspaceDeployment
-	charges := map[*workspacesv1.WorkspaceDeployment]quotav1alpha1.QuotaCharge{}
+	type candidate struct {
+		obj    *workspacesv1.WorkspaceDeployment
+		charge quotav1alpha1.QuotaCharge
+	}
+	var gone []quotav1alpha1.QuotaCharge
+	var mine []string
+	var cands []candidate
 	for i := range list.Items {
 		s := r.written.Latest(&list.Items[i])
 		counted := prior(q, s)
@@ -70,21 +73,23 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 		switch {
 		case leaving(s):
 			gone = append(gone, counted[0])
-			if l := s.Status.Lifecycle; l.Preemption != nil && l.Preemption.By == key && l.StoppedAt == nil {
-				mine = append(mine, counted[0])
+			if stoppingFor(s, key) {
+				mine = append(mine, client.ObjectKeyFromObject(s).String())
 			}
 		case allow.allows(ctx, s):
-			cands = append(cands, s)
-			charges[s] = counted[0]
+			cands = append(cands, candidate{obj: s, charge: counted[0]})
 		}
 	}
 	if allow.err != nil {
 		return stopWith(0), false, allow.err
 	}
-	sort.SliceStable(cands, func(i, j int) bool { return preferredVictim(cands[i], cands[j]) })
+	slices.SortStableFunc(cands, func(a, b candidate) int {
+		return admission.VictimOrder(priorityOf(a.obj), a.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(a.obj).String(),
+			priorityOf(b.obj), b.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(b.obj).String())
+	})
 	candCharges := make([]quotav1alpha1.QuotaCharge, len(cands))
-	for i, s := range cands {
-		candCharges[i] = charges[s]
+	for i, c := range cands {
+		candCharges[i] = c.charge
 	}
 	var self *quotav1alpha1.QuotaCharge
 	if c := prior(q, w.obj); len(c) > 0 {
@@ -93,51 +98,26 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	p := quota.PreemptFor(q, self, gone, candCharges, charge)
 	if len(p.Victims) == 0 {
 		if p.Freeing && len(mine) > 0 {
-			return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, namesOf(mine))), true, nil
+			slices.Sort(mine)
+			return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, mine)), true, nil
 		}
 		if !allow.next.IsZero() {
 			w.retry = sooner(w.retry, allow.next.Sub(now)+time.Second)
 		}
 		return proceed, false, nil
 	}
-	victims := make([]string, 0, len(p.Victims))
-	for _, i := range p.Victims {
-		if err := r.markPreempted(ctx, w, cands[i], now); err != nil {
-			return stopWith(0), false, err
-		}
-		victims = append(victims, client.ObjectKeyFromObject(cands[i]).String())
+	victims := make([]*workspacesv1.WorkspaceDeployment, len(p.Victims))
+	for i, j := range p.Victims {
+		victims[i] = cands[j].obj
 	}
-	log.FromContext(ctx).Info("preempting lower-priority workspaces for room in a TenantQuota", "quota", q.Name, "victims", victims)
-	if r.EventRecorder != nil {
-		r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.PreemptingReason, "Preempt",
-			"stopping %d workspace(s) of a lower priority to make room in TenantQuota %s: %s", len(victims), q.Name,
-			reconciler.Enumerate(victims, ", ", 5))
+	keys, err := r.preemptVictims(ctx, w, victims, now, "room in TenantQuota "+q.Name)
+	if err != nil {
+		return stopWith(0), false, err
 	}
-	return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, victims)), true, nil
+	return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, keys)), true, nil
 }
 
 func preemptingMessage(quotaName string, victims []string) string {
 	return fmt.Sprintf("Waiting for room in TenantQuota %q: stopping %d workspace(s) of a lower priority to make room: %s",
 		quotaName, len(victims), reconciler.Enumerate(victims, ", ", 5))
-}
-
-func namesOf(charges []quotav1alpha1.QuotaCharge) []string {
-	out := make([]string, len(charges))
-	for i, c := range charges {
-		out[i] = c.Namespace + "/" + c.Name
-	}
-	sort.Strings(out)
-	return out
-}
-
-// preferredVictim orders victims as admission.Preempt does: the lowest
-// priority, then the youngest admission, then the key.
-func preferredVictim(a, b *workspacesv1.WorkspaceDeployment) bool {
-	switch pa, pb := priorityOf(a), priorityOf(b); {
-	case pa != pb:
-		return pa < pb
-	case !a.Status.Admission.AdmittedAt.Equal(&b.Status.Admission.AdmittedAt):
-		return a.Status.Admission.AdmittedAt.After(b.Status.Admission.AdmittedAt.Time)
-	}
-	return client.ObjectKeyFromObject(a).String() < client.ObjectKeyFromObject(b).String()
 }

@@ -32,13 +32,14 @@ func preemptingClass(t *testing.T, ns, name string, value int32, policy workspac
 	}).Name
 }
 
-// warningNotes are the notes of the Warning events of a workspace.
+// warningNotes are the notes of the Warning events of a workspace, of a
+// reason or, with "", of any.
 func warningNotes(g Gomega, ns, name, reason string) []string {
 	list := &eventsv1.EventList{}
 	g.Expect(controllertest.Env.Client.List(context.Background(), list, client.InNamespace(ns))).To(Succeed())
 	var out []string
 	for _, e := range list.Items {
-		if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && e.Reason == reason {
+		if e.Regarding.Name == name && e.Type == corev1.EventTypeWarning && (reason == "" || e.Reason == reason) {
 			out = append(out, e.Note)
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -101,15 +100,7 @@ func TestPriorityNotAllowedIsRefused(t *testing.T) {
 	err := controllertest.Env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "wsd-c1-greedy"}, &k0rdentv1beta1.ServiceSet{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing is delivered for a refused workspace")
 	g.Eventually(func(g Gomega) {
-		list := &eventsv1.EventList{}
-		g.Expect(controllertest.Env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-		var notes []string
-		for _, e := range list.Items {
-			if e.Regarding.Name == key.Name && e.Type == corev1.EventTypeWarning {
-				notes = append(notes, e.Note)
-			}
-		}
-		g.Expect(notes).To(ContainElement(ContainSubstring(top)))
+		g.Expect(warningNotes(g, ns, key.Name, "")).To(ContainElement(ContainSubstring(top)))
 	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
 
 	// The platform grants the namespace the priority.
