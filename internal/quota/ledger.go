@@ -162,7 +162,9 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 					return false, &Refusal{Quota: name, Excess: excess}
 				}
 			}
-			if _, err := Move(q, ref, prev, to, metav1.NewTime(l.now())); err != nil {
+			// To the second, as status keeps it: the change's time is where
+			// the charge's usage ends and the next one's begins.
+			if _, err := Move(q, ref, prev, to, metav1.NewTime(l.now().Truncate(time.Second))); err != nil {
 				return false, &Refusal{Quota: name, Full: true}
 			}
 			r := RecordFor(q, *FindInflight(q, ref.UID))

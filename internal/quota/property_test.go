@@ -9,11 +9,15 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/usage"
 )
 
 // process is one Apiary process as the property tests run it: a Ledger
@@ -23,6 +27,7 @@ import (
 // API server holds.
 type process struct {
 	t     *testing.T
+	clock clock.PassiveClock
 	cache client.Client
 	rng   *rand.Rand
 	p     float64
@@ -37,7 +42,7 @@ func newProcess(t *testing.T, cache client.Client, seed uint64, p float64) *proc
 }
 
 func (pr *process) restart() {
-	pr.l = &Ledger{Client: pr.cache, Reader: env.Client, SettleAfter: time.Hour,
+	pr.l = &Ledger{Client: pr.cache, Reader: env.Client, SettleAfter: time.Hour, Clock: pr.clock,
 		dies: func() bool { return pr.rng.Float64() < pr.p }}
 }
 
@@ -134,6 +139,59 @@ func expectExact(g Gomega, workspaces []*workspacesv1.WorkspaceDeployment) {
 	}
 }
 
+// elapse lets time pass: the model's usage of each quota grows by what the
+// quota counts of every workspace now, over d.
+func elapse(g Gomega, clk *clocktesting.FakePassiveClock, workspaces []*workspacesv1.WorkspaceDeployment,
+	used map[string]*commonv1.ResourceUsage, d time.Duration) {
+	now := clk.Now()
+	for _, name := range propertyQuotas {
+		q := getQuota(g, name)
+		if used[name] == nil {
+			used[name] = &commonv1.ResourceUsage{}
+		}
+		for _, w := range liveWorkspaces(g, workspaces) {
+			if c := Counted(q, RefOf(w), w.Status.QuotaCharges); c != nil {
+				usage.Add(used[name], RateOf(*c).Over(now, now.Add(d)))
+			}
+		}
+	}
+	clk.SetTime(now.Add(d))
+}
+
+// expectUsage: what a quota has counted of its usage and what it counts
+// now from each charge's start is the usage the model saw pass, to the
+// GPU-second, whatever the kills: nothing lost, nothing counted twice.
+func expectUsage(g Gomega, workspaces []*workspacesv1.WorkspaceDeployment, used map[string]*commonv1.ResourceUsage, now time.Time) {
+	for _, name := range propertyQuotas {
+		q := getQuota(g, name)
+		var held []usage.Held
+		for _, w := range liveWorkspaces(g, workspaces) {
+			if c := Counted(q, RefOf(w), w.Status.QuotaCharges); c != nil {
+				held = append(held, usage.Held{Rate: RateOf(*c), Since: c.ChargedAt.Time})
+			}
+		}
+		got := usage.Now(q.Status.Usage, held, now)
+		g.Expect(gpuSeconds(got)).To(Equal(gpuSeconds(*used[name])), "%s: GPU-seconds", name)
+	}
+}
+
+func gpuSeconds(u commonv1.ResourceUsage) map[string]int64 {
+	m := map[string]int64{}
+	for _, e := range u.GPUs {
+		m[e.ResourceName+"/"+e.Model] += e.Seconds
+	}
+	return m
+}
+
+func liveWorkspaces(g Gomega, workspaces []*workspacesv1.WorkspaceDeployment) []*workspacesv1.WorkspaceDeployment {
+	live := make([]*workspacesv1.WorkspaceDeployment, len(workspaces))
+	for i, w := range workspaces {
+		live[i] = &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w), live[i])).To(Succeed())
+	}
+	return live
+}
+
 func expectWithinHard(g Gomega, q *quotav1alpha1.TenantQuota) {
 	if h := q.Spec.Hard.Workspaces; h != nil {
 		g.Expect(q.Status.Used.Workspaces).To(BeNumerically("<=", *h), "%s: over its workspaces", q.Name)
@@ -189,19 +247,26 @@ func TestPropertyKillAtAnyWriteNeverLosesOrDoubleCounts(t *testing.T) {
 	for i := range workspaces {
 		workspaces[i] = newWorkspace(t, fmt.Sprintf("prop-%d", i))
 	}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 1, 23, 0, 0, 0, time.UTC))
+	used := map[string]*commonv1.ResourceUsage{}
 	for seed := range uint64(2) {
 		pr := newProcess(t, cache, seed, 0.2)
+		pr.clock = clk
+		pr.restart()
 		for step := range 50 {
 			w := workspaces[pr.rng.IntN(len(workspaces))]
 			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+			elapse(g, clk, workspaces, used, time.Duration(1+pr.rng.IntN(3600))*time.Second)
 			wants, leave := randomOp(pr.rng, w)
 			pr.reconcile(ctx, w, wants, leave)
 			expectExact(g, workspaces)
+			expectUsage(g, workspaces, used, clk.Now())
 			_ = step
 		}
-		t.Logf("seed %d: the process died %d times", seed, pr.died)
+		t.Logf("seed %d: the process died %d times; GPU-seconds counted %v", seed, pr.died, gpuSeconds(*used["prop-all"]))
 		settleAll(t, g, cache, workspaces)
 	}
+	g.Expect(usage.GPUSecondsOf(*used["prop-all"], nv)).To(BeNumerically(">", 0), "the sequences held GPUs for a while")
 }
 
 // TestPropertyConcurrentWritersWithKills: eight processes (two caches),

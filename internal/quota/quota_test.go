@@ -159,7 +159,7 @@ func TestRefresh(t *testing.T) {
 	g.Expect(c.Message).To(ContainSubstring(`gpus "all"`))
 
 	g.Expect(q.Status.Totals).To(BeTrue(), "the ledger became totals")
-	g.Expect(Forget(q, q.Status.Charges[0].UID)).To(BeTrue())
+	g.Expect(Forget(q, q.Status.Charges[0].UID, metav1.Now())).To(BeTrue())
 	Refresh(q)
 	g.Expect(q.Status.Conditions[0].Status).To(Equal(metav1.ConditionTrue))
 	g.Expect(q.Status.Summary).To(Equal("gpus/all: 2/4, workspaces: 2/5, memory: 0/64Gi"))

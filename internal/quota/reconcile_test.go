@@ -80,7 +80,7 @@ func TestRoomGrew(t *testing.T) {
 	_, _ = Move(after, Ref{Namespace: "t", Name: "a", UID: a.UID}, &a, &smaller, metav1.Now())
 	g.Expect(RoomGrew(before, after)).To(BeTrue(), "a charge shrank")
 	after = before.DeepCopy()
-	g.Expect(Forget(after, a.UID)).To(BeTrue())
+	g.Expect(Forget(after, a.UID, metav1.Now())).To(BeTrue())
 	g.Expect(RoomGrew(before, after)).To(BeTrue(), "a charge went")
 	after = before.DeepCopy()
 	after.Generation++

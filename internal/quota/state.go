@@ -11,6 +11,7 @@ import (
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/usage"
 )
 
 // ErrInflightFull is returned when a quota lists MaxInflight changes that
@@ -95,6 +96,7 @@ func Move(q *quotav1alpha1.TenantQuota, ref Ref, base, to *quotav1alpha1.QuotaCh
 	t := usedTotals(q)
 	if base != nil {
 		t.put(amountsOf(q.Status.Hard, base), -1)
+		closeUsage(q, base, at)
 	}
 	if to != nil {
 		t.put(amountsOf(q.Status.Hard, to), 1)
@@ -138,8 +140,9 @@ func Drop(q *quotav1alpha1.TenantQuota, uid types.UID, token string) bool {
 }
 
 // Forget removes the in-flight change and the earlier Apiary's charge of a
-// workspace that is gone, taking what they counted out of the totals.
-func Forget(q *quotav1alpha1.TenantQuota, uid types.UID) bool {
+// workspace that is gone, taking what they counted out of the totals and
+// counting its usage up to at.
+func Forget(q *quotav1alpha1.TenantQuota, uid types.UID, at metav1.Time) bool {
 	ref := Ref{UID: uid}
 	c := Counted(q, ref, nil)
 	changed := false
@@ -153,10 +156,11 @@ func Forget(q *quotav1alpha1.TenantQuota, uid types.UID) bool {
 		}
 		changed = true
 	}
-	if c != nil {
+	if c != nil && changed {
 		t := usedTotals(q)
 		t.put(amountsOf(q.Status.Hard, c), -1)
 		q.Status.Used = t.usage(q.Status.Hard)
+		closeUsage(q, c, at)
 	}
 	return changed
 }
@@ -169,6 +173,8 @@ func RecordFor(q *quotav1alpha1.TenantQuota, t quotav1alpha1.QuotaTransition) wo
 		return r
 	}
 	r.GPUs, r.ResourceName, r.Selector, r.CPU, r.Memory = t.GPUs, t.ResourceName, t.Selector, t.CPU, t.Memory
+	since := t.At
+	r.Since = &since
 	return r
 }
 
@@ -216,8 +222,25 @@ func transitionCharge(t quotav1alpha1.QuotaTransition) quotav1alpha1.QuotaCharge
 }
 
 func recordCharge(ref Ref, r workspacesv1.WorkspaceQuotaCharge) quotav1alpha1.QuotaCharge {
-	return quotav1alpha1.QuotaCharge{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, GPUs: r.GPUs,
+	c := quotav1alpha1.QuotaCharge{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, GPUs: r.GPUs,
 		ResourceName: r.ResourceName, Selector: r.Selector, CPU: r.CPU, Memory: r.Memory}
+	if r.Since != nil {
+		c.ChargedAt = *r.Since
+	}
+	return c
+}
+
+// RateOf is what a charge holds at any moment, for usage.
+func RateOf(c quotav1alpha1.QuotaCharge) usage.Rate {
+	return usage.RateOf(c.GPUs, c.ResourceName, c.Selector, c.CPU, c.Memory)
+}
+
+// closeUsage counts in the quota's usage what a charge held from its start
+// to at, when it ends or changes: in the write that ends it, so once. A
+// charge of unknown start (recorded before Apiary counted usage) counts
+// nothing.
+func closeUsage(q *quotav1alpha1.TenantQuota, c *quotav1alpha1.QuotaCharge, at metav1.Time) {
+	q.Status.Usage = usage.Record(q.Status.Usage, RateOf(*c), c.ChargedAt.Time, at.Time)
 }
 
 // newToken is 16 random hex digits.

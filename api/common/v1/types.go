@@ -2,6 +2,7 @@ package v1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -75,4 +76,41 @@ type DeliveryStatus struct {
 	// Inventory of the objects held for the owner.
 	// +optional
 	Inventory *ResourceInventory `json:"inventory,omitempty"`
+}
+
+// ResourceUsage is what was used over time: GPU-seconds by resource and
+// model, CPU core-seconds and memory byte-seconds (Apiary only). Only
+// closed intervals are counted here; a reader adds what is held now from
+// the time it was admitted (docs/admission.md, "Usage").
+type ResourceUsage struct {
+	// GPUs are the GPU-seconds of each GPU resource and model.
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +optional
+	GPUs []GPUSeconds `json:"gpus,omitempty"`
+
+	// CPU is in core-seconds.
+	// +optional
+	CPU *resource.Quantity `json:"cpu,omitempty"`
+
+	// Memory is in byte-seconds.
+	// +optional
+	Memory *resource.Quantity `json:"memory,omitempty"`
+}
+
+// GPUSeconds are the GPU-seconds of one GPU resource and model.
+type GPUSeconds struct {
+	// ResourceName is the extended resource, e.g. nvidia.com/gpu.
+	// +kubebuilder:validation:MaxLength=253
+	ResourceName string `json:"resourceName"`
+
+	// Model is the exalsius.ai/gpu-model the workspace asked for; empty
+	// when it asked for none (or when too many models were listed).
+	// +kubebuilder:validation:MaxLength=63
+	// +optional
+	Model string `json:"model,omitempty"`
+
+	// Seconds is GPUs × seconds.
+	// +kubebuilder:validation:Minimum=0
+	Seconds int64 `json:"seconds"`
 }

@@ -4,6 +4,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 )
 
 // WithinLimitsCondition is False while what is used exceeds a limit (after
@@ -196,6 +198,35 @@ type QuotaTransition struct {
 	At metav1.Time `json:"at"`
 }
 
+// MaxUsageDays is how many UTC days of usage a quota keeps.
+const MaxUsageDays = 92
+
+// TenantUsage is a tenant's usage: since counting began, and by UTC day.
+type TenantUsage struct {
+	// Since is when the first charge counted here began.
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
+
+	// Total is everything counted since then.
+	Total commonv1.ResourceUsage `json:"total"`
+
+	// Days are the last days with usage (UTC), oldest first, at most 92.
+	// +listType=map
+	// +listMapKey=date
+	// +kubebuilder:validation:MaxItems=92
+	// +optional
+	Days []DayUsage `json:"days,omitempty"`
+}
+
+// DayUsage is the usage counted for one UTC day.
+type DayUsage struct {
+	// Date is the day, YYYY-MM-DD.
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}$`
+	Date string `json:"date"`
+
+	commonv1.ResourceUsage `json:",inline"`
+}
+
 // TenantQuotaStatus is the observed state of a TenantQuota.
 type TenantQuotaStatus struct {
 	// ObservedGeneration is the last generation the controller acted on.
@@ -244,6 +275,13 @@ type TenantQuotaStatus struct {
 	// every workspace's record.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
+
+	// Usage is what the tenant's workspaces have used over time, counted
+	// when a charge ends or changes, in the same write; what is charged
+	// now is counted from each charge's start by whoever reads
+	// (apiary usage, the apiary_tenant_*_seconds_total metrics).
+	// +optional
+	Usage *TenantUsage `json:"usage,omitempty"`
 
 	// Summary is a one-line account of used against hard, for kubectl.
 	// +optional

@@ -329,6 +329,10 @@ type WorkspaceQuotaCharge struct {
 	// Memory of all replicas.
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
+	// Since is when the quota began to count this share (its usage is
+	// counted from then, docs/admission.md "Usage").
+	// +optional
+	Since *metav1.Time `json:"since,omitempty"`
 }
 
 // GPUPlacement reserves the GPUs of consecutive replicas on one node.
@@ -434,6 +438,12 @@ type WorkspaceDeploymentStatus struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +optional
 	QuotaCharges []WorkspaceQuotaCharge `json:"quotaCharges,omitempty"`
+
+	// Usage is what the workspace's admissions have used, counted when an
+	// admission ends or changes, in the same write; the admission in force
+	// counts from its admittedAt (Apiary only).
+	// +optional
+	Usage *commonv1.ResourceUsage `json:"usage,omitempty"`
 
 	// Access lists the workspace's resolved endpoints.
 	// +listType=map

@@ -895,6 +895,11 @@ func (in *WorkspaceDeploymentStatus) DeepCopyInto(out *WorkspaceDeploymentStatus
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.Usage != nil {
+		in, out := &in.Usage, &out.Usage
+		*out = new(commonv1.ResourceUsage)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Access != nil {
 		in, out := &in.Access, &out.Access
 		*out = make([]AccessEntry, len(*in))
@@ -1140,6 +1145,10 @@ func (in *WorkspaceQuotaCharge) DeepCopyInto(out *WorkspaceQuotaCharge) {
 		in, out := &in.Memory, &out.Memory
 		x := (*in).DeepCopy()
 		*out = &x
+	}
+	if in.Since != nil {
+		in, out := &in.Since, &out.Since
+		*out = (*in).DeepCopy()
 	}
 }
 

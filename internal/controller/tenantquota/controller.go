@@ -185,10 +185,11 @@ func (r *Reconciler) settle(ctx context.Context, name string) (ctrl.Result, erro
 		}
 	}
 	if len(gone)+len(settled) > 0 {
+		at := metav1.NewTime(r.now().Truncate(time.Second))
 		err := r.Ledger.Write(ctx, name, func(cur *quotav1alpha1.TenantQuota) bool {
 			changed := false
 			for uid := range gone {
-				changed = quota.Forget(cur, uid) || changed
+				changed = quota.Forget(cur, uid, at) || changed
 			}
 			for uid, records := range settled {
 				if t := quota.FindInflight(cur, uid); t != nil && quota.Settled(*t, records, cur) {
