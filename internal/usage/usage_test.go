@@ -121,7 +121,7 @@ func TestDaysAreBoundedAndTheWindowSaysWhenIncomplete(t *testing.T) {
 	g.Expect(complete).To(BeTrue())
 	u, complete := Window(tu, nil, start.Truncate(24*time.Hour), last, last)
 	g.Expect(complete).To(BeFalse())
-	g.Expect(u.GPUs[0].Seconds).To(Equal(int64(91 * 24 * 3600)), "the 91 whole days kept before the last")
+	g.Expect(u.GPUs[0].Seconds).To(Equal(int64(91*24*3600)), "the 91 whole days kept before the last")
 }
 
 func sameUsage(a, b commonv1.ResourceUsage) bool {
