@@ -25,6 +25,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
 	"github.com/apiaryhq/apiary/internal/uninstall"
+	"github.com/apiaryhq/apiary/internal/usagereport"
 	"github.com/apiaryhq/apiary/internal/version"
 	"github.com/apiaryhq/apiary/internal/workspace/activity"
 )
@@ -44,6 +45,7 @@ var commands = []struct {
 	{"render", "print, without a cluster, the objects Apiary would deliver for manifests", offline.Main},
 	{"version", "print the version Apiary was built as", version.Main},
 	{"uninstall", "release the finalizers only Apiary releases, once it is scaled down for good", uninstall.Main},
+	{"usage", "print each tenant's GPU, CPU and memory hours over a window of days", usagereport.Main},
 }
 
 // usage prints how apiary is called.

@@ -74,7 +74,11 @@ var state = &stateCollector{
 		"cluster_deployment", "resource"),
 	quotaGPUsUsed: desc("tenantquota_gpus_used", "GPUs of a TenantQuota's GPU limit that admitted workspaces use.", "tenantquota", "limit"),
 	quotaGPUsHard: desc("tenantquota_gpus_hard", "The GPU limits a TenantQuota enforces (status.hard).", "tenantquota", "limit"),
-	cachesOpen:    desc("child_cluster_caches_open", "Informer caches of child clusters that run."),
+	tenantGPUSeconds: desc("tenant_gpu_seconds_total", "GPU-seconds a TenantQuota's workspaces held (counted on its status and held now), by GPU resource and model.",
+		"tenant", "resource", "model"),
+	tenantCPUSeconds:    desc("tenant_cpu_seconds_total", "CPU core-seconds a TenantQuota's workspaces held.", "tenant"),
+	tenantMemorySeconds: desc("tenant_memory_byte_seconds_total", "Memory byte-seconds a TenantQuota's workspaces held.", "tenant"),
+	cachesOpen:          desc("child_cluster_caches_open", "Informer caches of child clusters that run."),
 	unreachable: desc("child_cluster_unreachable", "1 while Apiary cannot reach a child cluster's API server (its cache lost it, or could not start), else 0.",
 		"cluster_deployment"),
 }
@@ -85,12 +89,18 @@ type stateCollector struct {
 
 	workspaces, waiting, gpusAdmitted, gpusFree, gpusCapacity *prometheus.Desc
 	quotaGPUsUsed, quotaGPUsHard, cachesOpen, unreachable     *prometheus.Desc
+
+	tenantGPUSeconds, tenantCPUSeconds, tenantMemorySeconds *prometheus.Desc
+	// counted is the last value of each usage counter reported: a scrape
+	// that reads a quota and its workspaces a write apart never reports
+	// less (a counter that falls reads as a reset).
+	counted monotone
 }
 
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workspaces, c.waiting, c.gpusAdmitted, c.gpusFree, c.gpusCapacity,
-		c.quotaGPUsUsed, c.quotaGPUsHard, c.cachesOpen, c.unreachable} {
+		c.quotaGPUsUsed, c.quotaGPUsHard, c.cachesOpen, c.unreachable, c.tenantGPUSeconds, c.tenantCPUSeconds, c.tenantMemorySeconds} {
 		ch <- d
 	}
 }
@@ -125,11 +135,11 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.Workspaces != nil && s.Workspaces() {
 		c.collectWorkspaces(ctx, s.Reader, s.Counts, gauge)
 		if s.Quotas == nil {
-			c.collectQuotas(ctx, s.Reader, gauge)
+			c.collectQuotas(ctx, s.Reader, ch, gauge)
 		}
 	}
 	if s.Quotas != nil && s.Quotas() {
-		c.collectQuotas(ctx, s.Reader, gauge)
+		c.collectQuotas(ctx, s.Reader, ch, gauge)
 	}
 }
 
@@ -210,14 +220,21 @@ func (c *stateCollector) collectWorkspaces(ctx context.Context, r client.Reader,
 	}
 }
 
-func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, gauge gaugeFunc) {
+func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, ch chan<- prometheus.Metric, gauge gaugeFunc) {
 	list := &quotav1alpha1.TenantQuotaList{}
 	if err := r.List(ctx, list, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.Log.WithName("metrics").V(1).Info("listing TenantQuotas for metrics failed", "error", err.Error())
 		return
 	}
+	workspaces := &workspacesv1.WorkspaceDeploymentList{}
+	if err := r.List(ctx, workspaces, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.Log.WithName("metrics").V(1).Info("listing workspaces for metrics failed", "error", err.Error())
+		workspaces.Items = nil
+	}
+	now := time.Now()
 	for i := range list.Items {
 		q := &list.Items[i]
+		c.collectUsage(ch, q, workspaces.Items, now)
 		used := map[string]int64{}
 		for _, u := range q.Status.Used.GPUs {
 			used[u.Name] = u.Count

@@ -9,6 +9,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/usage"
 )
 
 // AdmissionRequest is what a workspace's admission charges its quotas, as
@@ -38,6 +39,13 @@ type Member struct {
 func Recount(q *quotav1alpha1.TenantQuota, members []Member) {
 	q.Status.Totals = true
 	q.Status.Hard = *q.Spec.Hard.DeepCopy()
+	q.Status.Used = totalsOf(q.Status.Hard, CountedOf(q, members)).usage(q.Status.Hard)
+}
+
+// CountedOf is every charge a quota counts (Counted) of its members, and
+// of workspaces it lists a change or an earlier Apiary's charge of that
+// are not among them.
+func CountedOf(q *quotav1alpha1.TenantQuota, members []Member) []quotav1alpha1.QuotaCharge {
 	var counted []quotav1alpha1.QuotaCharge
 	seen := map[types.UID]bool{}
 	for _, m := range members {
@@ -56,7 +64,31 @@ func Recount(q *quotav1alpha1.TenantQuota, members []Member) {
 			counted = append(counted, c)
 		}
 	}
-	q.Status.Used = totalsOf(q.Status.Hard, counted).usage(q.Status.Hard)
+	return counted
+}
+
+// HeldUsage is what a quota's charges hold now and since when, for its usage
+// (usage.Now, usage.Window): every charge it counts of members.
+func HeldUsage(q *quotav1alpha1.TenantQuota, members []Member) []usage.Held {
+	var held []usage.Held
+	for _, c := range CountedOf(q, members) {
+		if r := RateOf(c); !r.IsZero() {
+			held = append(held, usage.Held{Rate: r, Since: c.ChargedAt.Time})
+		}
+	}
+	return held
+}
+
+// MembersOf are the workspaces that hold a record of a quota.
+func MembersOf(q *quotav1alpha1.TenantQuota, workspaces []workspacesv1.WorkspaceDeployment) []Member {
+	var members []Member
+	for i := range workspaces {
+		w := &workspaces[i]
+		if RecordOf(w.Status.QuotaCharges, q) != nil || FindInflight(q, w.UID) != nil {
+			members = append(members, Member{Ref: RefOf(w), Records: w.Status.QuotaCharges})
+		}
+	}
+	return members
 }
 
 // Unsettled lists the workspaces a quota lists a change of, or an earlier

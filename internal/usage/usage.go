@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/resources"
 )
@@ -154,4 +155,40 @@ func GPUSecondsOf(u commonv1.ResourceUsage, resourceName string) int64 {
 		}
 	}
 	return n
+}
+
+// AdmissionRate is what a workspace's admission holds: its GPUs of the
+// admitted resource and selector, and its CPU and memory totals.
+func AdmissionRate(a *workspacesv1.WorkspaceAdmission) Rate {
+	return RateOf(resources.SatMul(a.GPUsPerReplica, int64(a.Replicas)), a.ResourceName, a.Selector, a.CPU, a.Memory)
+}
+
+// CountAdmission counts on a workspace's usage what its admission held
+// from admittedAt to at, as the admission ends or is replaced: in the
+// status write that ends it, so once.
+func CountAdmission(st *workspacesv1.WorkspaceDeploymentStatus, a *workspacesv1.WorkspaceAdmission, at time.Time) {
+	if a == nil {
+		return
+	}
+	u := AdmissionRate(a).Over(a.AdmittedAt.Time, at)
+	if len(u.GPUs) == 0 && u.CPU == nil && u.Memory == nil {
+		return
+	}
+	if st.Usage == nil {
+		st.Usage = &commonv1.ResourceUsage{}
+	}
+	Add(st.Usage, u)
+}
+
+// OfWorkspace is a workspace's usage up to now: what it counted and what
+// its admission in force holds.
+func OfWorkspace(st workspacesv1.WorkspaceDeploymentStatus, now time.Time) commonv1.ResourceUsage {
+	var u commonv1.ResourceUsage
+	if st.Usage != nil {
+		Add(&u, *st.Usage)
+	}
+	if a := st.Admission; a != nil {
+		Add(&u, AdmissionRate(a).Over(a.AdmittedAt.Time, now))
+	}
+	return u
 }

@@ -20,6 +20,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/testenv"
+	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world/builder"
 )
@@ -131,8 +132,24 @@ func TestWhatAUserReadsInDirectMode(t *testing.T) {
 		g.Expect(f.count("apiary_workspace_time_to_running_seconds")).To(Equal(started+1), "no one else turned Running")
 	})
 
+	// Usage counts while first runs (to the second), and what it held is
+	// counted on the quota when its charge ends.
+	var held float64
+	eventually(t, url, func(g Gomega, f families) {
+		held = f.value("apiary_tenant_gpu_seconds_total", "tenant", quota.Name, "resource", "nvidia.com/gpu")
+		g.Expect(held).To(BeNumerically(">=", 2), "two GPUs for at least a second")
+		g.Expect(f.value("apiary_tenant_cpu_seconds_total", "tenant", quota.Name)).To(BeNumerically(">=", 0))
+	})
 	g.Expect(env.Client.Delete(ctx, first)).To(Succeed())
 	eventuallyPhase(t, second, workspacesv1.PhaseRunning)
+	eventually(t, url, func(g Gomega, f families) {
+		q := &quotav1alpha1.TenantQuota{}
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(quota), q)).To(Succeed())
+		g.Expect(q.Status.Usage).NotTo(BeNil(), "first's charge ended: its usage is counted on the quota")
+		g.Expect(usage.GPUSecondsOf(q.Status.Usage.Total, "nvidia.com/gpu")).To(BeNumerically(">=", held))
+		g.Expect(f.value("apiary_tenant_gpu_seconds_total", "tenant", quota.Name, "resource", "nvidia.com/gpu")).
+			To(BeNumerically(">", held), "and second's GPU counts on")
+	})
 	eventually(t, url, func(g Gomega, f families) {
 		g.Expect(f.count("apiary_workspace_time_to_running_seconds")).To(Equal(started + 2))
 		g.Expect(f.value("apiary_workspaces_waiting", "reason", workspacesv1.WaitingForGPUCapacityReason)).To(Equal(0.0))

@@ -11,6 +11,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/childcluster"
 	"github.com/apiaryhq/apiary/internal/gpu"
+	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
@@ -109,6 +110,7 @@ func (r *Reconciler) admit(ctx context.Context, w *workspaceRun) (stepResult, er
 	if res, err := r.reserveQuotas(ctx, w, quotas, rec); err != nil || res.stop {
 		return res, err
 	}
+	usage.CountAdmission(&obj.Status, obj.Status.Admission, rec.AdmittedAt.Time)
 	obj.Status.Admission = rec
 	r.markAdmitted(w, rec, decision)
 	if req == nil || keep {

@@ -22,6 +22,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/resources"
+	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/internal/wake"
 )
 
@@ -288,6 +289,7 @@ func (r *Reconciler) giveBack(ctx context.Context, w *workspaceRun) error {
 		}
 	}
 	crashpoint.Reach(crashpoint.WorkspaceStopReleased)
+	usage.CountAdmission(&obj.Status, a, r.admittedAt().Time)
 	obj.Status.Admission = nil
 	r.gate.forget(w.cdKey, obj.UID)
 	conditions.Delete(obj, workspacesv1.GPUCapacityCondition)
