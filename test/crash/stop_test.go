@@ -22,6 +22,7 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/crashpoint"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 	"github.com/apiaryhq/apiary/test/standin"
 )
@@ -34,6 +35,14 @@ var stopPoints = []string{crashpoint.WorkspaceStopScaled, crashpoint.WorkspaceSt
 // stopGPUs is what each workspace of the stop tests asks for: two fit on a
 // node, so four run and the fifth waits.
 const stopGPUs = 2
+
+// runBeforeStops is how long the workspaces of the direct stop test run
+// before the first stop: each stopped run is then worth more GPU-seconds
+// (2 × 30) than expectTenantUsage's tolerance (2 × (2 × 8 + 10) = 52).
+const runBeforeStops = 30 * time.Second
+
+// gpuResource is the fleet's GPU resource.
+const gpuResource = "nvidia.com/gpu"
 
 // TestDirectModeStopsAndStartsSurviveKills stops workspaces and starts them
 // again while the manager is SIGKILLed at each crash point of a stop and a
@@ -102,18 +111,31 @@ func stopAndStart(t *testing.T, f *fleet, m *manager, rig *gitRig) {
 			before[w.name] = s
 		}
 	})
+	if rig == nil {
+		// Long enough that counting a stopped workspace's run twice on its
+		// tenant is beyond expectTenantUsage's tolerance.
+		time.Sleep(runBeforeStops)
+	}
 	ran := time.Since(began)
 
-	// Each stop is killed at its point, then finished by a plain run.
+	// Each stop is killed at its point, then finished by a plain run. The
+	// usage its admission counted is its run, once: between the time the
+	// stop was asked and the time it was seen done.
 	for i, point := range stopPoints {
 		w := stopped[i]
+		admittedAt := f.get(g, w).Status.Admission.AdmittedAt.Time
 		m.Kill()
 		m.Start(crashpoint.EnvPause + "=" + point)
+		asked := time.Now()
 		g.Expect(retryUpdate(func() error { return f.setStopped(w, true) })).To(Succeed())
 		g.Expect(m.WaitMarker(point, markerTimeout)).To(Succeed(), "stopping %s", w.name)
 		m.Kill()
 		m.Start()
 		settle(t, 2*time.Minute, func(g Gomega) { f.isStopped(g, w, before[w.name], rig) })
+		expectCountedOnce(g, f.get(g, w), admittedAt, asked, time.Now(), point)
+	}
+	if rig == nil {
+		expectTenantUsage(t, g, f, quota)
 	}
 	stopping := time.Since(began) - ran
 	settle(t, 2*time.Minute, func(g Gomega) {
@@ -171,6 +193,45 @@ func stopAndStart(t *testing.T, f *fleet, m *manager, rig *gitRig) {
 		mode, kills, starts, strings.Join(stopPoints, ", "), crashpoint.WorkspaceStartScaled, len(f.workspaces), stopGPUs, gpuNodes, gpusPerNode,
 		history, checked, objects, events, len(inv.Violations()), peak, ran.Round(time.Second), stopping.Round(time.Second), time.Since(began).Round(time.Second))
 	f.cleanUp()
+}
+
+// expectCountedOnce: a stopped workspace's usage is its one admission's
+// GPUs over [admittedAt, the stop), the stop somewhere between asked and
+// done (to the second): a kill at any point of the stop neither loses the
+// run nor counts it twice.
+func expectCountedOnce(g Gomega, w *workspacesv1.WorkspaceDeployment, admittedAt, asked, done time.Time, point string) {
+	g.Expect(w.Status.Usage).NotTo(BeNil(), "%s (killed at %s) counted its run", w.Name, point)
+	got := usage.GPUSecondsOf(*w.Status.Usage, gpuResource)
+	low := stopGPUs * (asked.Truncate(time.Second).Unix() - admittedAt.Unix())
+	high := stopGPUs * (done.Unix() + 1 - admittedAt.Unix())
+	g.Expect(got).To(SatisfyAll(BeNumerically(">=", low), BeNumerically("<=", high)),
+		"%s (killed at %s): %d GPU-seconds, its run is %d to %d", w.Name, point, got, low, high)
+}
+
+// expectTenantUsage: what the quota counted plus what it holds is what
+// the workspaces counted plus what they hold, within two seconds per
+// admission and stop (a workspace stamps its admission a moment before its
+// quota counts it) and ten more (a stop killed between the two writes ends
+// them a restart apart): never a run twice.
+func expectTenantUsage(t *testing.T, g Gomega, f *fleet, q *quotav1alpha1.TenantQuota) {
+	ctx := context.Background()
+	got := &quotav1alpha1.TenantQuota{}
+	g.Expect(f.c.Get(ctx, client.ObjectKeyFromObject(q), got)).To(Succeed())
+	list := &workspacesv1.WorkspaceDeploymentList{}
+	g.Expect(f.c.List(ctx, list, client.InNamespace(f.ns))).To(Succeed())
+	now := time.Now()
+	var sum, admissions int64
+	for _, w := range list.Items {
+		sum += usage.GPUSecondsOf(usage.OfWorkspace(w.Status, now), gpuResource)
+		admissions++ // the first admission of each
+		if w.Status.Lifecycle != nil && w.Status.Lifecycle.StopReason != "" {
+			admissions++ // its stop
+		}
+	}
+	tenant := usage.GPUSecondsOf(usage.Now(got.Status.Usage, quota.HeldUsage(got, quota.MembersOf(got, list.Items)), now), gpuResource)
+	tolerance := stopGPUs * (2*admissions + 10)
+	t.Logf("usage: the tenant counted %d GPU-seconds, its workspaces %d (tolerance %d)", tenant, sum, tolerance)
+	g.Expect(tenant).To(BeNumerically("~", sum, tolerance))
 }
 
 // hubClass creates a class whose template installs the hub-shaped chart (a
