@@ -19,6 +19,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/shard"
+	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/test/world"
 )
 
@@ -130,11 +131,27 @@ func killedShardIsTakenOver(t *testing.T, m mode) {
 	if m != nil {
 		sets = serviceSets(t, w1)
 	}
+	g := NewWithT(t)
+	admitted := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w1), admitted)).To(Succeed())
 	killed := time.Now()
 	s1a.Kill()
 	w2 := f.workspace(t, "after", shard1)
 	running(t, w2)
-	g := NewWithT(t)
+	if m == nil {
+		// Admitted by s1a, stopped by s1b: its usage is its one run, from
+		// the admission s1a recorded to the stop s1b made.
+		asked := time.Now()
+		setStopped(t, true, w1)
+		phase(t, workspacesv1.PhaseStopped, w1)
+		stopped := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(context.Background(), client.ObjectKeyFromObject(w1), stopped)).To(Succeed())
+		g.Expect(stopped.Status.Usage).NotTo(BeNil())
+		from := admitted.Status.Admission.AdmittedAt.Unix()
+		g.Expect(usage.GPUSecondsOf(*stopped.Status.Usage, "nvidia.com/gpu")).To(SatisfyAll(
+			BeNumerically(">=", asked.Unix()-from), BeNumerically("<=", time.Now().Unix()+1-from)),
+			"one GPU from s1a's admission to s1b's stop, once")
+	}
 	for _, u := range f.units {
 		if shard.Desired(u.Key(), 2) != 1 {
 			continue
