@@ -110,6 +110,11 @@ func bindManagerFlags(fs *flag.FlagSet) (start func() int) {
 		"A folder holding tls.crt and tls.key for --metrics-secure; a self-signed certificate when empty.")
 	fs.StringVar(&opts.HealthProbeBindAddress, "health-probe-bind-address", ":8081",
 		"The address the /healthz and /readyz probes bind to.")
+	fs.StringVar(&opts.QueueBindAddress, "queue-bind-address", "0",
+		"The address waiting workspaces' queue positions are served on, over HTTPS, to callers whose bearer token the API server "+
+			"accepts and whose subject may list the namespace's WorkspaceDeployments (apiary queue); 0 disables it.")
+	fs.StringVar(&opts.QueueCertDir, "queue-cert-dir", "",
+		"A folder holding tls.crt and tls.key for the queue positions server; a self-signed certificate when empty.")
 	fs.StringVar(&opts.PprofBindAddress, "pprof-bind-address", "0",
 		"The address Go's profiles are served on, at /debug/pprof/ (\"0\" disables them). For investigations only: never expose it.")
 	fs.BoolVar(&opts.LeaderElection, "leader-elect", false,

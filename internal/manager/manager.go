@@ -27,6 +27,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/preflight"
+	"github.com/apiaryhq/apiary/internal/queueview"
 	apiaryscheme "github.com/apiaryhq/apiary/internal/scheme"
 	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
@@ -79,6 +80,13 @@ type Options struct {
 	MetricsCertDir string
 	// HealthProbeBindAddress serves /healthz and /readyz; "0" disables it.
 	HealthProbeBindAddress string
+	// QueueBindAddress serves waiting workspaces' queue positions over
+	// HTTPS to their tenants (internal/queueview); "" or "0" disables it.
+	QueueBindAddress string
+	// QueueCertDir holds the queue server's tls.crt and tls.key; a
+	// self-signed certificate when empty.
+	QueueCertDir string
+
 	// PprofBindAddress serves Go's profiles at /debug/pprof/; "" or "0"
 	// disables it.
 	PprofBindAddress string
@@ -303,6 +311,12 @@ func New(opts Options) (ctrl.Manager, []*preflight.Gate, error) {
 		gates = append(gates, g)
 	}
 	setMetricsSource(mgr, opts, d, gates)
+	if a := opts.QueueBindAddress; a != "" && a != "0" {
+		if err := mgr.Add(&queueview.Server{Reader: mgr.GetCache(), Config: mgr.GetConfig(), BindAddress: a,
+			CertDir: opts.QueueCertDir, Log: opts.Logger.WithName("queue")}); err != nil {
+			return nil, nil, fmt.Errorf("adding the queue positions server: %w", err)
+		}
+	}
 	return mgr, gates, nil
 }
 

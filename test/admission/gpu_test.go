@@ -44,9 +44,10 @@ func TestOverlappingSelectorsAdmitOnce(t *testing.T) {
 	byCount := workspace(t, ns, "ov-count", cls, gpus{count: 2})
 
 	w := eventuallyWaiting(t, bySelector, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
-	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"))
+	g.Expect(w.Status.Feasibility).NotTo(BeNil())
+	g.Expect(w.Status.Feasibility.Available.GPUCount).To(BeZero(), "none free")
 	w = eventuallyWaiting(t, byCount, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason)
-	g.Expect(w.Status.Message).To(HaveSuffix(": ov-selector"), "the workspace ahead, of the reader's own namespace, by name")
+	g.Expect(w.Status.Message).To(HaveSuffix("`apiary queue` shows its place in the queue"), "the queue's place is read on demand")
 	g.Consistently(func(g Gomega) {
 		g.Expect(admittedOnes(g, byType, bySelector, byCount)).To(Equal([]string{"ov-type"}))
 		g.Expect(serviceSets(g, ns)).To(ConsistOf("wsd-c1-ov-type"))
@@ -92,7 +93,8 @@ func TestReplicasPlacedPerNode(t *testing.T) {
 	boundPod(t, "other", "replicas-p2", "replicas-n2", 1)
 	frag := workspace(t, ns, "frag", cls, gpus{count: 2, model: "A10"})
 	w = eventuallyWaiting(t, frag, workspacesv1.GPUCapacityCondition, workspacesv1.GPUCapacityFragmentedReason)
-	g.Expect(w.Status.Message).To(ContainSubstring("2 are free in all, at most 1 on one node"))
+	g.Expect(w.Status.Feasibility).NotTo(BeNil())
+	g.Expect(w.Status.Feasibility.Message).To(ContainSubstring("2 GPU(s) are free in all, but no node has room for one replica"))
 	deletePod(t, p1)
 	w = eventuallyPhase(t, frag, workspacesv1.PhaseRunning)
 	g.Expect(w.Status.Admission.Placement).To(Equal([]workspacesv1.GPUPlacement{{Node: "replicas-n1", Replicas: 1}}))
@@ -115,7 +117,8 @@ func TestBoundPodsReleaseReservations(t *testing.T) {
 	eventuallyPhase(t, second, workspacesv1.PhaseRunning)
 	third := workspace(t, ns, "bound-third", cls, gpus{count: 1, model: "L4"})
 	w := eventuallyWaiting(t, third, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
-	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"), "2 bound to the first, 2 reserved for the second")
+	g.Expect(w.Status.Feasibility).NotTo(BeNil())
+	g.Expect(w.Status.Feasibility.Available.GPUCount).To(BeZero(), "2 bound to the first, 2 reserved for the second")
 }
 
 // TestStrictAndBestEffortFIFO: a 2-GPU request waits for a node with one
@@ -140,7 +143,7 @@ func TestStrictAndBestEffortFIFO(t *testing.T) {
 			small := workspace(t, ns, "small-"+ns, cls, gpus{count: 1, selector: map[string]string{"pool": ns}})
 			if tc.young == workspacesv1.PhaseWaiting {
 				w := eventuallyWaiting(t, small, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason)
-				g.Expect(w.Status.Message).To(HaveSuffix(": big-"+ns), "the workspace ahead, of the reader's own namespace, by name")
+				g.Expect(w.Status.Message).To(HaveSuffix("`apiary queue` shows its place in the queue"))
 				g.Consistently(func(g Gomega) { g.Expect(get(g, small).Status.Admission).To(BeNil()) }, 2*time.Second).Should(Succeed())
 			} else {
 				eventuallyPhase(t, small, workspacesv1.PhaseRunning)
@@ -168,7 +171,8 @@ func TestRestartRecoversAdmissionsFirst(t *testing.T) {
 		late = workspace(t, ns, "late", cls, gpus{count: 1, selector: map[string]string{"pool": "restart"}})
 	})
 	w := eventuallyWaiting(t, late, workspacesv1.GPUCapacityCondition, workspacesv1.WaitingForGPUCapacityReason)
-	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"))
+	g.Expect(w.Status.Feasibility).NotTo(BeNil())
+	g.Expect(w.Status.Feasibility.Available.GPUCount).To(BeZero(), "none free")
 	g.Consistently(func(g Gomega) {
 		g.Expect(get(g, late).Status.Admission).To(BeNil())
 		g.Expect(get(g, held).Status.Admission).To(Equal(before), "the admission stands as it was")

@@ -168,7 +168,7 @@ func TestOverQuotaTenantWaitsOtherTenantProceeds(t *testing.T) {
 	time.Sleep(1100 * time.Millisecond)
 	behind := on(full, "tenants-behind", gpus{count: 1, model: "tenants"})
 	w := eventuallyWaiting(t, behind, workspacesv1.QuotaReservedCondition, workspacesv1.WaitingBehindOlderReason)
-	g.Expect(w.Status.Message).To(HaveSuffix(": tenants-blocked"), "the workspace ahead, of the reader's own namespace, by name")
+	g.Expect(w.Status.Message).To(HaveSuffix("`apiary queue` shows its place in the queue"))
 	other := on(free, "tenants-other", gpus{count: 4, model: "tenants"})
 	eventuallyPhase(t, other, workspacesv1.PhaseRunning)
 

@@ -3,7 +3,6 @@ package workspace
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/fluxcd/pkg/runtime/conditions"
@@ -16,7 +15,6 @@ import (
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/controller/index"
-	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/metrics"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
@@ -78,7 +76,7 @@ func (r *Reconciler) decideGPUs(ctx context.Context, w *workspaceRun, req *admis
 // on its status.
 func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployment, req *admission.Request) admission.Workspace {
 	out := admission.Workspace{Key: client.ObjectKeyFromObject(s).String(), UID: string(s.UID), Created: lifecycle.QueuedAt(s),
-		Priority: priorityOf(s), Leaving: leaving(s)}
+		Priority: lifecycle.Priority(s), Leaving: leaving(s)}
 	candidate := s.UID == w.obj.UID
 	a := r.gate.admissionOf(w.cdKey, s)
 	if a != nil && a.Cluster == w.cdKey.String() {
@@ -94,21 +92,11 @@ func (r *Reconciler) gateView(w *workspaceRun, s *workspacesv1.WorkspaceDeployme
 	switch {
 	case candidate:
 		out.Pending = req
-	case claimsPlace(s):
+	case lifecycle.ClaimsPlace(s):
 		out.Pending = request.Of(*s.Status.ResolvedResources).GPU()
 		out.QuotaBlocked = conditions.IsFalse(s, workspacesv1.QuotaReservedCondition)
 	}
 	return out
-}
-
-// claimsPlace reports whether a sibling holds a place in the queues for
-// GPUs and quota: it waits, and will claim what they hand it. A workspace
-// that is suspended, asked to stop or being deleted will not, and holds no
-// place (it keeps the time it queued: resumed, it is as old as it was, and
-// blocked no one meanwhile).
-func claimsPlace(s *workspacesv1.WorkspaceDeployment) bool {
-	return s.Status.Phase == workspacesv1.PhaseWaiting && s.DeletionTimestamp.IsZero() && s.Status.ResolvedResources != nil &&
-		!s.Spec.Suspend && (s.Spec.Lifecycle == nil || !s.Spec.Lifecycle.Stopped)
 }
 
 // leaving reports whether a workspace is giving its GPUs back: stopping,
@@ -146,17 +134,23 @@ func (r *Reconciler) gpuVerdict(ctx context.Context, w *workspaceRun, req *admis
 		msg := fmt.Sprintf("The workspace asks for %d replica(s) of %d GPU(s) each, beyond what Apiary admits", req.Replicas, req.PerReplica)
 		return r.failGate(ctx, w, workspacesv1.InvalidResourcesReason, msg)
 	}
+	// The messages say why the workspace waits, never what changes as the
+	// queue moves (how many are free, who is ahead): one admission must
+	// not rewrite every waiter's status. Its place in the queue is read on
+	// demand (internal/queueview, apiary queue), what is free in
+	// status.feasibility.
 	reason, msg := workspacesv1.WaitingForGPUCapacityReason,
-		fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q; %d currently free", req.Demand(), what, w.cdKey.Name, d.Free)
+		fmt.Sprintf("Waiting for %d GPU(s) matching %s on cluster %q: too few are free (status.feasibility); `apiary queue` shows its place in the queue",
+			req.Demand(), what, w.cdKey.Name)
 	switch d.Reason {
 	case admission.Fragmented:
 		reason = workspacesv1.GPUCapacityFragmentedReason
-		msg = fmt.Sprintf("Waiting for a node with %d free GPU(s) matching %s on cluster %q for each of %d replica(s); %d are free in all, at most %d on one node",
-			req.PerReplica, what, w.cdKey.Name, req.Replicas, d.Free, d.Largest)
+		msg = fmt.Sprintf("Waiting for a node with %d free GPU(s) matching %s on cluster %q for each of %d replica(s): enough are free in all, not on one node (status.feasibility)",
+			req.PerReplica, what, w.cdKey.Name, req.Replicas)
 	case admission.Queued:
 		reason = workspacesv1.WaitingBehindOlderReason
-		msg = fmt.Sprintf("Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) requesting GPUs on the same nodes of cluster %q: %s",
-			w.cdKey.Name, aheadOf(obj.Namespace, d.Ahead))
+		msg = fmt.Sprintf("Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) requesting GPUs on the same nodes of cluster %q; %s",
+			w.cdKey.Name, queuePlaceHint)
 	}
 	conditions.MarkFalse(obj, workspacesv1.GPUCapacityCondition, reason, "%s", msg)
 	conditions.Delete(obj, workspacesv1.QuotaReservedCondition)
@@ -231,26 +225,5 @@ func describeGPUs(req *admission.Request) string {
 // admittedAt is the time of an admission made now, on the reconciler's clock.
 func (r *Reconciler) admittedAt() metav1.Time { return metav1.NewTime(r.now().Truncate(time.Second)) }
 
-// aheadOf describes to a workspace's owner the workspaces it waits behind
-// (namespace/name keys): by name those of its own namespace, and only the
-// number of the others, so a queue shared by tenants tells no tenant
-// another's workspace names.
-func aheadOf(namespace string, keys []string) string {
-	var own []string
-	others := 0
-	for _, k := range keys {
-		if ns, name, ok := strings.Cut(k, "/"); ok && ns == namespace {
-			own = append(own, name)
-		} else {
-			others++
-		}
-	}
-	out := reconciler.Enumerate(own, ", ", 5)
-	if others > 0 {
-		if out != "" {
-			out += " and "
-		}
-		out += fmt.Sprintf("%d workspace(s) of other namespaces", others)
-	}
-	return out
-}
+// queuePlaceHint ends the message of a workspace waiting behind others.
+const queuePlaceHint = "`apiary queue` shows its place in the queue"

@@ -64,7 +64,8 @@ func TestWorkspaceGPUExhaustedWaitsFirstComeFirstServed(t *testing.T) {
 	second := gpuWorkspace(ns, "second", "g-"+ns, "c1", model, 2)
 	g.Expect(controllertest.Env.Client.Create(ctx, second)).To(Succeed())
 	w = controllertest.EventuallyPhase(t, client.ObjectKeyFromObject(second), workspacesv1.PhaseWaiting)
-	g.Expect(w.Status.Message).To(ContainSubstring("0 currently free"))
+	g.Expect(w.Status.Feasibility).NotTo(BeNil())
+	g.Expect(w.Status.Feasibility.Available.GPUCount).To(BeZero(), "none free")
 	time.Sleep(1100 * time.Millisecond) // a later creation timestamp
 	third := gpuWorkspace(ns, "third", "g-"+ns, "c1", model, 2)
 	g.Expect(controllertest.Env.Client.Create(ctx, third)).To(Succeed())

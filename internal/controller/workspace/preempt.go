@@ -158,7 +158,7 @@ func (r *Reconciler) victimRule(ctx context.Context, w *workspaceRun, now time.T
 // allows reports whether s may be stopped for the preemptor.
 func (v *victimRule) allows(ctx context.Context, s *workspacesv1.WorkspaceDeployment) bool {
 	if s == nil || s.UID == v.preemptor.UID || !delivered(s) || !s.DeletionTimestamp.IsZero() ||
-		(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil || priorityOf(s) >= priorityOf(v.preemptor) {
+		(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil || lifecycle.Priority(s) >= lifecycle.Priority(v.preemptor) {
 		return false
 	}
 	if s.Namespace != v.preemptor.Namespace {
@@ -263,9 +263,9 @@ func (r *Reconciler) markPreempted(ctx context.Context, w *workspaceRun, victim 
 	patched := victim.DeepCopy()
 	l := lifecycleStatus(patched)
 	l.StopRequestedAt, l.StoppedAt, l.StopReason = &at, nil, workspacesv1.StopPreempted
-	l.Preemption = &workspacesv1.WorkspacePreemption{By: key, ByPriority: priorityOf(w.obj), At: at, QueueAs: &queueAs}
+	l.Preemption = &workspacesv1.WorkspacePreemption{By: key, ByPriority: lifecycle.Priority(w.obj), At: at, QueueAs: &queueAs}
 	patched.Status.Phase = workspacesv1.PhaseStopped
-	patched.Status.Message = fmt.Sprintf("preempted by workspace %s (priority %d): stopping, keeping its namespace and volumes", key, priorityOf(w.obj))
+	patched.Status.Message = fmt.Sprintf("preempted by workspace %s (priority %d): stopping, keeping its namespace and volumes", key, lifecycle.Priority(w.obj))
 	err := r.Status().Patch(ctx, patched, client.MergeFromWithOptions(victim, client.MergeFromWithOptimisticLock{}))
 	if err != nil {
 		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
@@ -277,7 +277,7 @@ func (r *Reconciler) markPreempted(ctx context.Context, w *workspaceRun, victim 
 	if r.EventRecorder != nil {
 		r.EventRecorder.Eventf(patched, w.obj, corev1.EventTypeWarning, workspacesv1.PreemptedReason, "Preempt",
 			"preempted by workspace %s of priority %d: the workspace stops, keeping its namespace and volumes, and queues again "+
-				"once stopped, unless its class keeps it stopped (afterPreemption: Stay)", key, priorityOf(w.obj))
+				"once stopped, unless its class keeps it stopped (afterPreemption: Stay)", key, lifecycle.Priority(w.obj))
 	}
 	return nil
 }

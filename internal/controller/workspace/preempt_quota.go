@@ -14,6 +14,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/controller/reconciler"
 	"github.com/apiaryhq/apiary/internal/quota"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
 
 // Preemption for room in a TenantQuota (docs/admission.md "Preemption"):
@@ -84,8 +85,8 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 		return stopWith(0), false, allow.err
 	}
 	slices.SortStableFunc(cands, func(a, b candidate) int {
-		return admission.VictimOrder(priorityOf(a.obj), a.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(a.obj).String(),
-			priorityOf(b.obj), b.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(b.obj).String())
+		return admission.VictimOrder(lifecycle.Priority(a.obj), a.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(a.obj).String(),
+			lifecycle.Priority(b.obj), b.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(b.obj).String())
 	})
 	candCharges := make([]quotav1alpha1.QuotaCharge, len(cands))
 	for i, c := range cands {

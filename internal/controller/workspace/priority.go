@@ -10,10 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
-	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/priorityclass"
 )
 
@@ -81,19 +79,4 @@ func (r *Reconciler) resolvePriority(ctx context.Context, w *workspaceRun) (step
 	w.priorityClass = pc
 	conditions.MarkTrue(obj, workspacesv1.PriorityResolvedCondition, workspacesv1.PriorityResolvedReason, "%s", v.Message)
 	return proceed, nil
-}
-
-// priorityOf is the priority a workspace waits with, as its status says.
-func priorityOf(s *workspacesv1.WorkspaceDeployment) int32 {
-	if s.Status.Priority == nil {
-		return 0
-	}
-	return s.Status.Priority.Value
-}
-
-// queuedBefore orders workspaces in the queues for GPUs and quota
-// (admission.QueueOrder): the higher priority first, then the time they
-// queued (creation, or the start after a stop), then UID.
-func queuedBefore(a, b *workspacesv1.WorkspaceDeployment) bool {
-	return admission.QueueOrder(priorityOf(a), lifecycle.QueuedAt(a), string(a.UID), priorityOf(b), lifecycle.QueuedAt(b), string(b.UID)) < 0
 }

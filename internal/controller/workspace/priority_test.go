@@ -155,7 +155,7 @@ func TestPriorityChangeReSortsTheQueue(t *testing.T) {
 		w := controllertest.GetWorkspace(g, client.ObjectKeyFromObject(small))
 		g.Expect(controllertest.Condition(w, commonv1.ReadyCondition)).NotTo(BeNil())
 		g.Expect(controllertest.Condition(w, commonv1.ReadyCondition).Reason).To(Equal(workspacesv1.WaitingBehindOlderReason))
-		g.Expect(w.Status.Message).To(HaveSuffix(": move-big"))
+		g.Expect(w.Status.Message).To(HaveSuffix("`apiary queue` shows its place in the queue"))
 	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
 
 	// controllertest.Timeout is shorter than the Waiting resync (a minute):

@@ -22,6 +22,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/controller/index"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/wake"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/request"
 )
 
@@ -69,8 +70,7 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 			return stopWith(0), err
 		}
 		if len(ahead) > 0 {
-			msg := fmt.Sprintf("Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) waiting for room in the same TenantQuota: %s",
-				aheadOf(obj.Namespace, ahead))
+			msg := "Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) waiting for room in the same TenantQuota; " + queuePlaceHint
 			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
 		}
 	}
@@ -217,14 +217,14 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 	var older []*workspacesv1.WorkspaceDeployment
 	for i := range list.Items {
 		v := &list.Items[i]
-		if v.UID != obj.UID && claimsPlace(v) && queuedBefore(v, obj) {
+		if v.UID != obj.UID && lifecycle.ClaimsPlace(v) && lifecycle.QueuedBefore(v, obj) {
 			older = append(older, v)
 		}
 	}
 	if len(older) == 0 {
 		return nil, nil
 	}
-	sort.Slice(older, func(i, j int) bool { return queuedBefore(older[i], older[j]) })
+	sort.Slice(older, func(i, j int) bool { return lifecycle.QueuedBefore(older[i], older[j]) })
 	labels := map[string]map[string]string{}
 	ahead := map[string]bool{}
 	for _, q := range quotas {

@@ -40,6 +40,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/shard"
 	"github.com/apiaryhq/apiary/internal/wake"
+	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 	"github.com/apiaryhq/apiary/internal/workspace/plan"
 )
 
@@ -287,7 +288,7 @@ func (r *Reconciler) siblingChanged(old, updated client.Object) []reconcile.Requ
 	}
 	var topics []wake.Topic
 	// A waiter leaves the queues, comes back, or moves in them (a new priority).
-	queueMoved := claimsPlace(o) != claimsPlace(n) || claimsPlace(n) && priorityOf(o) != priorityOf(n)
+	queueMoved := lifecycle.ClaimsPlace(o) != lifecycle.ClaimsPlace(n) || lifecycle.ClaimsPlace(n) && lifecycle.Priority(o) != lifecycle.Priority(n)
 	if o.Status.Phase != n.Status.Phase || !n.DeletionTimestamp.IsZero() || o.Status.Admission != nil && n.Status.Admission == nil || queueMoved {
 		topics = append(topics, clusterTopic(waitCapacity, plan.ClusterKey(n)))
 	}

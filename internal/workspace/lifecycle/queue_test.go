@@ -1,4 +1,4 @@
-package workspace
+package lifecycle
 
 import (
 	"testing"
@@ -23,15 +23,15 @@ func TestClaimsPlace(t *testing.T) {
 		}
 		return w
 	}
-	g.Expect(claimsPlace(waiting(nil))).To(BeTrue())
-	g.Expect(claimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Suspend = true }))).To(BeFalse())
-	g.Expect(claimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) {
+	g.Expect(ClaimsPlace(waiting(nil))).To(BeTrue())
+	g.Expect(ClaimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Spec.Suspend = true }))).To(BeFalse())
+	g.Expect(ClaimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) {
 		w.Spec.Lifecycle = &workspacesv1.WorkspaceLifecycle{Stopped: true}
 	}))).To(BeFalse())
-	g.Expect(claimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) {
+	g.Expect(ClaimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) {
 		now := metav1.Now()
 		w.DeletionTimestamp = &now
 	}))).To(BeFalse())
-	g.Expect(claimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Status.Phase = workspacesv1.PhasePending }))).To(BeFalse())
-	g.Expect(claimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Status.ResolvedResources = nil }))).To(BeFalse())
+	g.Expect(ClaimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Status.Phase = workspacesv1.PhasePending }))).To(BeFalse())
+	g.Expect(ClaimsPlace(waiting(func(w *workspacesv1.WorkspaceDeployment) { w.Status.ResolvedResources = nil }))).To(BeFalse())
 }

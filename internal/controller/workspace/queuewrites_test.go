@@ -1,0 +1,168 @@
+package workspace_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
+	"github.com/apiaryhq/apiary/internal/queueview"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// TestAnAdmissionWritesNoWaiterStatus: n workspaces wait in a cluster's GPU
+// queue behind a holder; the holder goes and the head of the queue runs.
+// What the API server sees of the waiters that stay is counted: their
+// status writes do not grow with the queue (docs/benchmarks.md, "Queue
+// positions"), as the same run with twice the waiters shows.
+func TestAnAdmissionWritesNoWaiterStatus(t *testing.T) {
+	var writes []int
+	for _, n := range []int{4, 8} {
+		writes = append(writes, waiterWritesPerAdmission(t, n, nil))
+	}
+	t.Logf("status writes of the waiters that stay, when the head of the queue is admitted: %d with 4 waiting, %d with 8", writes[0], writes[1])
+	NewWithT(t).Expect(writes[1]).To(BeNumerically("<=", 1), "at most the new head's reason changes")
+}
+
+// TestQueuePositionsOnDemand: a tenant reads its waiting workspaces'
+// places in the cluster's queue from Apiary's queue endpoint with its own
+// ServiceAccount's token: in order, and moved up once the head is
+// admitted, with no status written for it. Another tenant's token is
+// refused, as is none.
+func TestQueuePositionsOnDemand(t *testing.T) {
+	waiterWritesPerAdmission(t, 3, func(stage string, ns string, keys []client.ObjectKey) {
+		g := NewWithT(t)
+		owner, stranger := tenantToken(t, ns, "owner", true), tenantToken(t, ns, "stranger", false)
+		places, code := queuePositions(t, ns, owner)
+		g.Expect(code).To(Equal(http.StatusOK))
+		switch stage {
+		case "waiting":
+			g.Expect(places).To(HaveLen(3))
+			for i, p := range places {
+				g.Expect(p.Name).To(Equal(keys[i].Name))
+				reason := workspacesv1.WaitingBehindOlderReason
+				if i == 0 {
+					reason = workspacesv1.WaitingForGPUCapacityReason // the head waits for the holder's GPU
+				}
+				g.Expect(p.Reason).To(Equal(reason))
+				g.Expect(p.Queues).To(HaveLen(1))
+				g.Expect(p.Queues[0]).To(MatchFields(IgnoreExtras, Fields{"Kind": Equal(queueview.ClusterQueue),
+					"Name": Equal(ns + "/c1"), "Position": Equal(i + 1), "Length": Equal(3)}))
+			}
+			g.Expect(places[2].Queues[0].AheadInNamespace).To(Equal([]string{keys[0].Name, keys[1].Name}))
+		case "admitted":
+			g.Expect(places).To(HaveLen(2), "the head runs")
+			g.Expect(places[0].Name).To(Equal(keys[1].Name))
+			g.Expect(places[0].Queues[0].Position).To(Equal(1))
+			g.Expect(places[1].Queues[0].Position).To(Equal(2))
+		}
+		_, code = queuePositions(t, ns, stranger)
+		g.Expect(code).To(Equal(http.StatusForbidden), "a subject that may not list the namespace's workspaces")
+		_, code = queuePositions(t, ns, "")
+		g.Expect(code).To(Equal(http.StatusUnauthorized), "no token")
+		_, code = queuePositions(t, "default", owner)
+		g.Expect(code).To(Equal(http.StatusForbidden), "another namespace")
+	})
+}
+
+// tenantToken is a token of a new ServiceAccount of ns, that may list the
+// namespace's workspaces when may.
+func tenantToken(t *testing.T, ns, name string, may bool) string {
+	g := NewWithT(t)
+	ctx := context.Background()
+	cs, err := kubernetes.NewForConfig(controllertest.Env.Config)
+	g.Expect(err).NotTo(HaveOccurred())
+	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
+		_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		if may {
+			_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
+				Rules: []rbacv1.PolicyRule{{APIGroups: []string{workspacesv1.GroupVersion.Group}, Resources: []string{"workspacedeployments"},
+					Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}}}, metav1.CreateOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	return tr.Status.Token
+}
+
+// queuePositions reads a namespace's places from a queue server reading the
+// API server, as the manager's reads its cache.
+func queuePositions(t *testing.T, ns, token string) ([]queueview.Place, int) {
+	g := NewWithT(t)
+	srv := &queueview.Server{Reader: controllertest.Env.Client, Config: controllertest.Env.Config, Log: logr.Discard()}
+	h, err := srv.Handler()
+	g.Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewTLSServer(h)
+	defer ts.Close()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/namespaces/"+ns+"/queue", nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := ts.Client().Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	var places []queueview.Place
+	if resp.StatusCode == http.StatusOK {
+		g.Expect(json.NewDecoder(resp.Body).Decode(&places)).To(Succeed())
+	}
+	return places, resp.StatusCode
+}
+
+func waiterWritesPerAdmission(t *testing.T, n int, check func(stage, ns string, keys []client.ObjectKey)) int {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := controllertest.Env.NewNamespace(t, fmt.Sprintf("qw%d", n))
+	controllertest.ReadyCluster(t, ns, "c1")
+	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
+	controllertest.WorkspaceClass(t, "g-"+ns, ns, "tmpl", nil)
+	model := "T4-" + ns
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-t4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
+	holder := controllertest.CreateWorkspace(t, gpuWorkspace(ns, uniq(ns, "holder"), "g-"+ns, "c1", model, 1))
+	controllertest.EventuallyRunning(t, holder)
+	var keys []client.ObjectKey
+	for i := range n {
+		keys = append(keys, controllertest.CreateWorkspace(t, gpuWorkspace(ns, uniq(ns, fmt.Sprintf("w%d", i)), "g-"+ns, "c1", model, 1)))
+		time.Sleep(1100 * time.Millisecond) // one queue position per creation second
+	}
+	for _, k := range keys {
+		controllertest.EventuallyPhase(t, k, workspacesv1.PhaseWaiting)
+	}
+	time.Sleep(2 * time.Second) // the waits settle
+	if check != nil {
+		check("waiting", ns, keys)
+	}
+	mark := controllertest.Requests.Mark()
+	controllertest.DeleteWorkspace(t, holder)
+	controllertest.EventuallyRunning(t, keys[0])
+	time.Sleep(3 * time.Second) // anything still in flight is counted too
+	writes := controllertest.Requests.Since(mark, func(r controllertest.APIRequest) bool {
+		return r.Side == "management" && r.Namespace == ns && r.Resource == "workspacedeployments/status" &&
+			r.Verb != "GET" && r.Name != keys[0].Name && r.Name != holder.Name
+	})
+	t.Logf("%d waiting: %v", n, controllertest.Tally(writes))
+	if check != nil {
+		check("admitted", ns, keys)
+	}
+	return len(writes)
+}
