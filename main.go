@@ -24,6 +24,7 @@ import (
 	"github.com/apiaryhq/apiary/internal/manager"
 	"github.com/apiaryhq/apiary/internal/mesh"
 	"github.com/apiaryhq/apiary/internal/offline"
+	"github.com/apiaryhq/apiary/internal/queueview"
 	"github.com/apiaryhq/apiary/internal/uninstall"
 	"github.com/apiaryhq/apiary/internal/usagereport"
 	"github.com/apiaryhq/apiary/internal/version"
@@ -46,6 +47,7 @@ var commands = []struct {
 	{"version", "print the version Apiary was built as", version.Main},
 	{"uninstall", "release the finalizers only Apiary releases, once it is scaled down for good", uninstall.Main},
 	{"usage", "print each tenant's GPU, CPU and memory hours over a window of days", usagereport.Main},
+	{"queue", "print where a namespace's waiting workspaces stand in their queues", queueview.Main},
 }
 
 // usage prints how apiary is called.

@@ -52,9 +52,10 @@ func TestDefaultsAreHardened(t *testing.T) {
 		}
 	}
 	// The manager's ClusterRole, the reader of its metrics and the three
-	// tenant ClusterRoles; the policy that guards Apiary's finalizers.
+	// tenant ClusterRoles; the policy that guards Apiary's finalizers; the
+	// Services of the metrics and of the queue positions.
 	g.Expect(kinds).To(Equal(map[string]int{"ServiceAccount": 1, "ClusterRole": 5, "ClusterRoleBinding": 1,
-		"Role": 1, "RoleBinding": 1, "Service": 1, "Deployment": 1,
+		"Role": 1, "RoleBinding": 1, "Service": 2, "Deployment": 1,
 		"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1}))
 
 	d := convert[appsv1.Deployment](g, find(objs, "Deployment")[0])
@@ -209,6 +210,7 @@ func TestOptionalObjects(t *testing.T) {
 		"rbac": map[string]any{"create": false}, "tenantRBAC": map[string]any{"enabled": false},
 		"serviceAccount": map[string]any{"create": false, "name": "existing"},
 		"metrics":        map[string]any{"service": map[string]any{"enabled": false}},
+		"queuePositions": map[string]any{"service": map[string]any{"enabled": false}},
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, kind := range []string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "ServiceAccount", "Service", "ServiceMonitor"} {

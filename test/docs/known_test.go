@@ -25,8 +25,8 @@ const root = "../.."
 var flagMethods = regexp.MustCompile(`^((String|Bool|Int|Int64|Uint|Uint64|Float64|Duration|Func|BoolFunc|Text)(Var)?|Var)$`)
 
 // flagSources are the folders whose non-test Go files define the flags of
-// the manager and its subcommands (render, sandbox, uninstall, usage, version).
-var flagSources = []string{".", "internal/offline", "internal/sandbox", "internal/uninstall", "internal/usagereport", "internal/version"}
+// the manager and its subcommands (render, sandbox, uninstall, usage, queue, version).
+var flagSources = []string{".", "internal/offline", "internal/sandbox", "internal/uninstall", "internal/usagereport", "internal/queueview", "internal/version"}
 
 // knownFlags reads the flag names the code defines, and zap's logging flags,
 // which main binds.

@@ -76,6 +76,9 @@ spec:
             {{- else }}
             - --metrics-bind-address=0
             {{- end }}
+            {{- if .Values.queuePositions.enabled }}
+            - --queue-bind-address=:{{ .Values.queuePositions.port }}
+            {{- end }}
             - --health-probe-bind-address=:{{ .Values.health.port }}
             - --colony-concurrency={{ .Values.concurrency.colony }}
             - --workspaceclass-concurrency={{ .Values.concurrency.workspaceClass }}
@@ -189,6 +192,11 @@ spec:
             {{- if .Values.metrics.enabled }}
             - name: metrics
               containerPort: {{ .Values.metrics.port }}
+              protocol: TCP
+            {{- end }}
+            {{- if .Values.queuePositions.enabled }}
+            - name: queue
+              containerPort: {{ .Values.queuePositions.port }}
               protocol: TCP
             {{- end }}
             - name: health

@@ -1,11 +1,13 @@
 package workspace_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,6 +19,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -65,6 +69,9 @@ func TestQueuePositionsOnDemand(t *testing.T) {
 					"Name": Equal(ns + "/c1"), "Position": Equal(i + 1), "Length": Equal(3)}))
 			}
 			g.Expect(places[2].Queues[0].AheadInNamespace).To(Equal([]string{keys[0].Name, keys[1].Name}))
+			table := queueCLI(t, ns, owner)
+			g.Expect(table).To(MatchRegexp(keys[2].Name + `\s+WaitingBehindOlderWorkspaces\s+0\s+\S+\s+Cluster ` + ns + `/c1\s+3/3\s+` +
+				keys[0].Name + "," + keys[1].Name))
 		case "admitted":
 			g.Expect(places).To(HaveLen(2), "the head runs")
 			g.Expect(places[0].Name).To(Equal(keys[1].Name))
@@ -110,11 +117,7 @@ func tenantToken(t *testing.T, ns, name string, may bool) string {
 // API server, as the manager's reads its cache.
 func queuePositions(t *testing.T, ns, token string) ([]queueview.Place, int) {
 	g := NewWithT(t)
-	srv := &queueview.Server{Reader: controllertest.Env.Client, Config: controllertest.Env.Config, Log: logr.Discard()}
-	h, err := srv.Handler()
-	g.Expect(err).NotTo(HaveOccurred())
-	ts := httptest.NewTLSServer(h)
-	defer ts.Close()
+	ts := queueServer(t)
 	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/namespaces/"+ns+"/queue", nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -127,6 +130,33 @@ func queuePositions(t *testing.T, ns, token string) ([]queueview.Place, int) {
 		g.Expect(json.NewDecoder(resp.Body).Decode(&places)).To(Succeed())
 	}
 	return places, resp.StatusCode
+}
+
+// queueServer is a queue positions server over TLS, reading the API
+// server, as the manager's reads its cache.
+func queueServer(t *testing.T) *httptest.Server {
+	srv := &queueview.Server{Reader: controllertest.Env.Client, Config: controllertest.Env.Config, Log: logr.Discard()}
+	h, err := srv.Handler()
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	ts := httptest.NewTLSServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// queueCLI runs apiary queue with a kubeconfig of the token, its context in ns.
+func queueCLI(t *testing.T, ns, token string) string {
+	g := NewWithT(t)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: controllertest.Env.Config.Host, InsecureSkipTLSVerify: true}
+	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
+	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: ns}
+	kc.CurrentContext = "x"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	g.Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+	var out, errOut bytes.Buffer
+	code := queueview.Main([]string{"--kubeconfig", path, "--server", queueServer(t).URL, "--insecure-skip-tls-verify"}, &out, &errOut)
+	g.Expect(code).To(Equal(0), errOut.String())
+	return out.String()
 }
 
 func waiterWritesPerAdmission(t *testing.T, n int, check func(stage, ns string, keys []client.ObjectKey)) int {
