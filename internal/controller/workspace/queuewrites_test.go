@@ -7,26 +7,19 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/controller/controllertest"
 	"github.com/apiaryhq/apiary/internal/queueview"
 	"github.com/apiaryhq/apiary/test/standin"
+	"github.com/apiaryhq/apiary/test/world/builder"
 )
 
 // TestAnAdmissionWritesNoWaiterStatus: n workspaces wait in a cluster's GPU
@@ -51,7 +44,7 @@ func TestAnAdmissionWritesNoWaiterStatus(t *testing.T) {
 func TestQueuePositionsOnDemand(t *testing.T) {
 	waiterWritesPerAdmission(t, 3, func(stage string, ns string, keys []client.ObjectKey) {
 		g := NewWithT(t)
-		owner, stranger := tenantToken(t, ns, "owner", true), tenantToken(t, ns, "stranger", false)
+		owner, stranger := builder.TenantToken(t, controllertest.Env.Config, ns, "owner", true), builder.TenantToken(t, controllertest.Env.Config, ns, "stranger", false)
 		places, code := queuePositions(t, ns, owner)
 		g.Expect(code).To(Equal(http.StatusOK))
 		switch stage {
@@ -87,32 +80,6 @@ func TestQueuePositionsOnDemand(t *testing.T) {
 	})
 }
 
-// tenantToken is a token of a new ServiceAccount of ns, that may list the
-// namespace's workspaces when may.
-func tenantToken(t *testing.T, ns, name string, may bool) string {
-	g := NewWithT(t)
-	ctx := context.Background()
-	cs, err := kubernetes.NewForConfig(controllertest.Env.Config)
-	g.Expect(err).NotTo(HaveOccurred())
-	if _, err := cs.CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{}); err != nil {
-		_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		if may {
-			_, err = cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name},
-				Rules: []rbacv1.PolicyRule{{APIGroups: []string{workspacesv1.GroupVersion.Group}, Resources: []string{"workspacedeployments"},
-					Verbs: []string{"get", "list"}}}}, metav1.CreateOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-			_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-				RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name},
-				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}}}, metav1.CreateOptions{})
-			g.Expect(err).NotTo(HaveOccurred())
-		}
-	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	return tr.Status.Token
-}
-
 // queuePositions reads a namespace's places from a queue server reading the
 // API server, as the manager's reads its cache.
 func queuePositions(t *testing.T, ns, token string) ([]queueview.Place, int) {
@@ -146,13 +113,7 @@ func queueServer(t *testing.T) *httptest.Server {
 // queueCLI runs apiary queue with a kubeconfig of the token, its context in ns.
 func queueCLI(t *testing.T, ns, token string) string {
 	g := NewWithT(t)
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters["c"] = &clientcmdapi.Cluster{Server: controllertest.Env.Config.Host, InsecureSkipTLSVerify: true}
-	kc.AuthInfos["u"] = &clientcmdapi.AuthInfo{Token: token}
-	kc.Contexts["x"] = &clientcmdapi.Context{Cluster: "c", AuthInfo: "u", Namespace: ns}
-	kc.CurrentContext = "x"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	g.Expect(clientcmd.WriteToFile(*kc, path)).To(Succeed())
+	path := builder.Kubeconfig(t, controllertest.Env.Config, token, ns)
 	var out, errOut bytes.Buffer
 	code := queueview.Main([]string{"--kubeconfig", path, "--server", queueServer(t).URL, "--insecure-skip-tls-verify"}, &out, &errOut)
 	g.Expect(code).To(Equal(0), errOut.String())
