@@ -14,6 +14,7 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/childcluster"
+	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/resources"
 	"github.com/apiaryhq/apiary/internal/workspace/status"
 )
@@ -232,9 +233,10 @@ func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, ch 
 		workspaces.Items = nil
 	}
 	now := time.Now()
+	members := quota.MembersByQuota(workspaces.Items)
 	for i := range list.Items {
 		q := &list.Items[i]
-		c.collectUsage(ch, q, workspaces.Items, now)
+		c.collectUsage(ch, q, members[q.Name], now)
 		used := map[string]int64{}
 		for _, u := range q.Status.Used.GPUs {
 			used[u.Name] = u.Count

@@ -7,7 +7,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
-	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/usage"
 )
@@ -15,8 +14,8 @@ import (
 // collectUsage reports a quota's usage counters: what its status counted
 // and what its workspaces' charges hold now (usage.Now).
 func (c *stateCollector) collectUsage(ch chan<- prometheus.Metric, q *quotav1alpha1.TenantQuota,
-	workspaces []workspacesv1.WorkspaceDeployment, now time.Time) {
-	u := usage.Now(q.Status.Usage, quota.HeldUsage(q, quota.MembersOf(q, workspaces)), now)
+	members []quota.Member, now time.Time) {
+	u := usage.Now(q.Status.Usage, quota.HeldUsage(q, members), now)
 	counter := func(d *prometheus.Desc, v float64, labels ...string) {
 		v = c.counted.atLeast(string(q.UID), d, v, labels)
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)

@@ -79,16 +79,19 @@ func HeldUsage(q *quotav1alpha1.TenantQuota, members []Member) []usage.Held {
 	return held
 }
 
-// MembersOf are the workspaces that hold a record of a quota.
-func MembersOf(q *quotav1alpha1.TenantQuota, workspaces []workspacesv1.WorkspaceDeployment) []Member {
-	var members []Member
+// MembersByQuota groups workspaces by the quotas they may be counted in:
+// those their records name, in one pass (a reader of every quota's
+// usage). A quota's in-flight changes of workspaces with no record of it
+// are counted from the quota itself (CountedOf).
+func MembersByQuota(workspaces []workspacesv1.WorkspaceDeployment) map[string][]Member {
+	out := map[string][]Member{}
 	for i := range workspaces {
 		w := &workspaces[i]
-		if RecordOf(w.Status.QuotaCharges, q) != nil || FindInflight(q, w.UID) != nil {
-			members = append(members, Member{Ref: RefOf(w), Records: w.Status.QuotaCharges})
+		for _, r := range w.Status.QuotaCharges {
+			out[r.Quota] = append(out[r.Quota], Member{Ref: RefOf(w), Records: w.Status.QuotaCharges})
 		}
 	}
-	return members
+	return out
 }
 
 // Unsettled lists the workspaces a quota lists a change of, or an earlier

@@ -39,12 +39,13 @@ type Row struct {
 func Rows(quotas []quotav1alpha1.TenantQuota, workspaces []workspacesv1.WorkspaceDeployment, tenant string,
 	from, to, now time.Time) []Row {
 	var rows []Row
+	members := quota.MembersByQuota(workspaces)
 	for i := range quotas {
 		q := &quotas[i]
 		if tenant != "" && q.Name != tenant {
 			continue
 		}
-		held := quota.HeldUsage(q, quota.MembersOf(q, workspaces))
+		held := quota.HeldUsage(q, members[q.Name])
 		u, complete := usage.Window(q.Status.Usage, held, from, to, now)
 		rows = append(rows, Row{Tenant: q.Name, From: from.Format(usage.DateLayout), To: to.Format(usage.DateLayout),
 			Usage: u, Complete: complete})

@@ -228,7 +228,7 @@ func expectTenantUsage(t *testing.T, g Gomega, f *fleet, q *quotav1alpha1.Tenant
 			admissions++ // its stop
 		}
 	}
-	tenant := usage.GPUSecondsOf(usage.Now(got.Status.Usage, quota.HeldUsage(got, quota.MembersOf(got, list.Items)), now), gpuResource)
+	tenant := usage.GPUSecondsOf(usage.Now(got.Status.Usage, quota.HeldUsage(got, quota.MembersByQuota(list.Items)[got.Name]), now), gpuResource)
 	tolerance := stopGPUs * (2*admissions + 10)
 	t.Logf("usage: the tenant counted %d GPU-seconds, its workspaces %d (tolerance %d)", tenant, sum, tolerance)
 	g.Expect(tenant).To(BeNumerically("~", sum, tolerance))
