@@ -15,6 +15,8 @@ import (
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/apiaryhq/apiary/internal/cmdline"
 )
 
 // Main runs `apiary queue` and returns the exit code: 0 when printed, 1
@@ -28,20 +30,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ca := fs.String("certificate-authority", "", "A file with the CA of the server's certificate.")
 	insecure := fs.Bool("insecure-skip-tls-verify", false, "Do not verify the server's certificate (a self-signed one).")
 	output := fs.String("o", "table", "Output: table, or json.")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: apiary queue --server URL [flags]")
-		fmt.Fprintln(stderr, "Prints where the namespace's waiting workspaces stand in their cluster's GPU queue and their TenantQuotas' queues,")
-		fmt.Fprintln(stderr, "asked with the kubeconfig's token: the caller must be allowed to list the namespace's WorkspaceDeployments.")
-		fs.PrintDefaults()
+	cmdline.Usage(fs, stderr, "Usage: apiary queue --server URL [flags]",
+		"Prints where the namespace's waiting workspaces stand in their cluster's GPU queue and their TenantQuotas' queues,",
+		"asked with the kubeconfig's token: the caller must be allowed to list the namespace's WorkspaceDeployments.")
+	if code, done := cmdline.Parse(fs, args, stderr); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 || *server == "" || (*output != "table" && *output != "json") {
-		fmt.Fprintln(stderr, "apiary queue: --server is needed, -o is table or json, and no argument is taken")
+	if *server == "" || (*output != "table" && *output != "json") {
+		fmt.Fprintln(stderr, "apiary queue: --server is needed, and -o is table or json")
 		return 2
 	}
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()

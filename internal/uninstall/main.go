@@ -2,18 +2,15 @@ package uninstall
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os/signal"
 	"syscall"
 
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/apiaryhq/apiary/internal/cmdline"
 	"github.com/apiaryhq/apiary/internal/scheme"
 )
 
@@ -33,32 +30,16 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	fs.BoolVar(&opts.Orphan, "orphan", false, "Also detach what Apiary's objects own (ClusterDeployments, ServiceSets, Secrets, ...): "+
 		"remove every ownerReference to Apiary's kinds and the finalizers of Colonies and WorkspaceDeployments, "+
 		"so that deleting Apiary's CRDs deletes nothing else (docs/operations.md).")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: apiary uninstall [flags]")
-		fmt.Fprintln(stderr, "Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,")
-		fmt.Fprintln(stderr, "the applied-digest, adopted, prerequisite-unused-since and shard holder annotations), after Apiary is scaled down.")
-		fmt.Fprintln(stderr, "With --orphan, also what lets Kubernetes delete the clusters with Apiary's CRDs.")
-		fs.PrintDefaults()
+	cmdline.Usage(fs, stderr, "Usage: apiary uninstall [flags]",
+		"Removes the finalizers and annotations only Apiary releases (the WorkspaceClass in-use finalizer,",
+		"the applied-digest, adopted, prerequisite-unused-since and shard holder annotations), after Apiary is scaled down.",
+		"With --orphan, also what lets Kubernetes delete the clusters with Apiary's CRDs.")
+	if code, done := cmdline.Parse(fs, args, stderr); done {
+		return code
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "apiary uninstall: unexpected argument %q\n", fs.Arg(0))
-		return 2
-	}
-	var cfg *rest.Config
-	var err error
-	if *kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", *kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := cmdline.RestConfig(*kubeconfig)
 	if err != nil {
-		fmt.Fprintf(stderr, "apiary uninstall: loading kubeconfig: %v\n", err)
+		fmt.Fprintf(stderr, "apiary uninstall: %v\n", err)
 		return 1
 	}
 	c, err := client.New(cfg, client.Options{Scheme: scheme.New()})

@@ -14,12 +14,10 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	"github.com/apiaryhq/apiary/internal/cmdline"
 	"github.com/apiaryhq/apiary/internal/scheme"
 	"github.com/apiaryhq/apiary/internal/usage"
 )
@@ -41,21 +39,11 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 	toS := fs.String("to", now.Format(usage.DateLayout), "The last UTC day of the window, YYYY-MM-DD, included (today by default).")
 	tenant := fs.String("tenant", "", "Only this TenantQuota.")
 	output := fs.String("o", "table", "Output: table, or json.")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: apiary usage [flags]")
-		fmt.Fprintln(stderr, "Prints each tenant's (TenantQuota's) GPU-hours, CPU core-hours and memory GiB-hours over a window of UTC days,")
-		fmt.Fprintln(stderr, "up to now: what the quotas counted and what their workspaces hold. Reads with the caller's rights; writes nothing.")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "apiary usage: unexpected argument %q\n", fs.Arg(0))
-		return 2
+	cmdline.Usage(fs, stderr, "Usage: apiary usage [flags]",
+		"Prints each tenant's (TenantQuota's) GPU-hours, CPU core-hours and memory GiB-hours over a window of UTC days,",
+		"up to now: what the quotas counted and what their workspaces hold. Reads with the caller's rights; writes nothing.")
+	if code, done := cmdline.Parse(fs, args, stderr); done {
+		return code
 	}
 	from, err1 := time.Parse(usage.DateLayout, *fromS)
 	last, err2 := time.Parse(usage.DateLayout, *toS)
@@ -91,15 +79,9 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 }
 
 func newClient(kubeconfig string) (client.Client, error) {
-	var cfg *rest.Config
-	var err error
-	if kubeconfig != "" {
-		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else {
-		cfg, err = ctrl.GetConfig()
-	}
+	cfg, err := cmdline.RestConfig(kubeconfig)
 	if err != nil {
-		return nil, fmt.Errorf("loading kubeconfig: %w", err)
+		return nil, err
 	}
 	return client.New(cfg, client.Options{Scheme: scheme.New()})
 }

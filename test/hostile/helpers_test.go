@@ -1,6 +1,7 @@
 package hostile_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,9 +9,12 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world/builder"
 )
@@ -92,4 +96,18 @@ func watchFIFO(t *testing.T, path string) (stop func() bool) {
 		}
 	}()
 	return func() bool { close(done); return <-opened }
+}
+
+// gpuNode adds a child node of one GPU of the model hostile-<ns>, deleted
+// when the test ends, and returns the model.
+func gpuNode(t *testing.T, ns string) string {
+	t.Helper()
+	model, node := "hostile-"+ns, "node-"+ns
+	if err := standin.AddGPUNode(context.Background(), child.Client, node, map[string]string{gpu.ModelLabel: model}, gpu.ResourceNVIDIA, 1); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = child.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
+	})
+	return model
 }

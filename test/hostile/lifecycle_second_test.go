@@ -18,7 +18,6 @@ import (
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/delivery/canon"
-	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/workspace/scaledown"
 	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world"
@@ -96,15 +95,8 @@ func TestLifecycle4StopDoesNotRender(t *testing.T) {
 // behind both; the tenant suspends the older one. When the GPU frees up
 // the younger one runs: the suspended one held no place.
 func TestLifecycle5SuspendedWaiterLeavesTheGPUQueue(t *testing.T) {
-	g := NewWithT(t)
-	ctx := context.Background()
 	ns := tenant(t, "suspgpu")
-	model := "hostile-" + ns
-	node := "node-" + ns
-	g.Expect(standin.AddGPUNode(ctx, child.Client, node, map[string]string{gpu.ModelLabel: model}, gpu.ResourceNVIDIA, 1)).To(Succeed())
-	t.Cleanup(func() {
-		_ = child.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
-	})
+	model := gpuNode(t, ns)
 	cls := class(t, ns, nil)
 	withGPU := func(name string) *workspacesv1.WorkspaceDeployment {
 		w := workspace(ns, name, cls, "c1")

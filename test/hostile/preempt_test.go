@@ -14,8 +14,6 @@ import (
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/gpu"
-	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world"
 )
 
@@ -29,15 +27,9 @@ import (
 // Preempted, named, requeued at its creation.
 func Test15PreemptionNeverCrossesTenants(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	switchManager(t, "preempt-creation", "--no-cross-namespace-refs=false", "--preemption-requeue=Creation")
 	owner, intruder := tenant(t, "preempt-own"), tenant(t, "preempt-int")
-	model := "hostile-" + owner
-	node := "node-" + owner
-	g.Expect(standin.AddGPUNode(ctx, child.Client, node, map[string]string{gpu.ModelLabel: model}, gpu.ResourceNVIDIA, 1)).To(Succeed())
-	t.Cleanup(func() {
-		_ = child.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
-	})
+	model := gpuNode(t, owner)
 	// The owner's priority is above the intruder's: a preemption for a
 	// workspace behind the intruder in the queue would hand it the room,
 	// and makes none (docs/admission.md, "Preemption").

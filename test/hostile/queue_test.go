@@ -2,20 +2,15 @@ package hostile_test
 
 import (
 	"bytes"
-	"context"
 	"net"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
-	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/queueview"
-	"github.com/apiaryhq/apiary/test/standin"
 	"github.com/apiaryhq/apiary/test/world"
 	"github.com/apiaryhq/apiary/test/world/builder"
 )
@@ -29,19 +24,13 @@ import (
 // as is no token; its own namespace shows only its own workspace.
 func Test17QueuePositionsAreReadWithTheTenantsOwnRights(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	g.Expect(err).NotTo(HaveOccurred())
 	addr := l.Addr().String()
 	g.Expect(l.Close()).To(Succeed())
 	switchManager(t, "queue", "--no-cross-namespace-refs=false", "--queue-bind-address="+addr)
 	owner, intruder := tenant(t, "queue-own"), tenant(t, "queue-int")
-	model := "hostile-" + owner
-	node := "node-" + owner
-	g.Expect(standin.AddGPUNode(ctx, child.Client, node, map[string]string{gpu.ModelLabel: model}, gpu.ResourceNVIDIA, 1)).To(Succeed())
-	t.Cleanup(func() {
-		_ = child.Client.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: node}})
-	})
+	model := gpuNode(t, owner)
 	withGPU := func(ns, name, cls string) *workspacesv1.WorkspaceDeployment {
 		w := workspace(ns, name, cls, "c1")
 		w.Spec.ClusterDeploymentRef.Namespace = owner

@@ -2,6 +2,7 @@ package workspace_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,23 +38,11 @@ func chargeOf(g Gomega, name string, key client.ObjectKey) *quotav1alpha1.QuotaC
 // namespaces that never finish terminating in envtest, are the suite's.
 func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := controllertest.Env.NewNamespace(t, "clock")
-	nsObj := &corev1.Namespace{}
-	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-	nsObj.Labels = map[string]string{"tenant": ns}
-	g.Expect(controllertest.Env.Client.Update(ctx, nsObj)).To(Succeed())
 	controllertest.ReadyCluster(t, ns, "c1")
 	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
 	controllertest.WorkspaceClass(t, "g-"+ns, ns, "tmpl", nil)
-	model := "L40-" + ns
-	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-l40", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
-	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
-		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
-		Hard:              quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}},
-	}}
-	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
-	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	model, q := gpuTenant(t, ns, "L40", 1, quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}})
 
 	t0 := time.Now().Add(-time.Hour).Truncate(time.Second)
 	fake := controllertest.UseFakeClock(t, t0)
@@ -106,4 +95,25 @@ func TestWorkspaceClockDrivesAdmissionOrderAndChargeTimes(t *testing.T) {
 		g.Expect(controllertest.GetWorkspace(g, keyB).Status.Phase).To(Equal(workspacesv1.PhaseWaiting))
 	}, 2*time.Second, 200*time.Millisecond).Should(Succeed(), "b, created first, waits behind a, queued first")
 	g.Expect(chargeOf(g, q.Name, keyB)).To(BeNil(), "a waiting workspace holds no charge")
+}
+
+// gpuTenant makes ns a tenant of its own: labelled tenant=<ns>, a child
+// node of gpus GPUs of the model <prefix>-<ns> (returned), and a
+// TenantQuota named ns over the namespace with hard, deleted at the end.
+func gpuTenant(t *testing.T, ns, prefix string, gpus int64, hard quotav1alpha1.QuotaLimits) (string, *quotav1alpha1.TenantQuota) {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	nsObj := &corev1.Namespace{}
+	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	nsObj.Labels = map[string]string{"tenant": ns}
+	g.Expect(controllertest.Env.Client.Update(ctx, nsObj)).To(Succeed())
+	model := prefix + "-" + ns
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-"+strings.ToLower(prefix), map[string]string{"exalsius.ai/gpu-model": model},
+		"nvidia.com/gpu", gpus)).To(Succeed())
+	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}}, Hard: hard}}
+	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
+	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	return model, q
 }

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -35,21 +34,10 @@ func TestWorkspaceStopGivesBackGPUsAndQuotaAndStartQueuesAgain(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := controllertest.Env.NewNamespace(t, "stop")
-	nsObj := &corev1.Namespace{}
-	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-	nsObj.Labels = map[string]string{"tenant": ns}
-	g.Expect(controllertest.Env.Client.Update(ctx, nsObj)).To(Succeed())
 	controllertest.ReadyCluster(t, ns, "c1")
 	class := controllertest.HubClass(t, ns, "hub", nil)
-	model := "L4-" + ns
-	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-l4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 1)).To(Succeed())
-	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
-		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
-		Hard: quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](2),
-			GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 1}}},
-	}}
-	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
-	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	model, q := gpuTenant(t, ns, "L4", 1, quotav1alpha1.QuotaLimits{Workspaces: ptr.To[int64](2),
+		GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 1}}})
 
 	keyA := controllertest.CreateWorkspace(t, gpuWorkspace(ns, uniq(ns, "a"), class.Name, "c1", model, 1))
 	running := controllertest.EventuallyRunning(t, keyA)

@@ -8,8 +8,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
@@ -18,7 +16,6 @@ import (
 	"github.com/apiaryhq/apiary/internal/quota"
 	"github.com/apiaryhq/apiary/internal/usage"
 	"github.com/apiaryhq/apiary/internal/usagereport"
-	"github.com/apiaryhq/apiary/test/standin"
 )
 
 // TestUsageCountsRunningTimeOnTheWorkspaceAndItsTenant runs a 2-GPU
@@ -31,23 +28,11 @@ import (
 // window.
 func TestUsageCountsRunningTimeOnTheWorkspaceAndItsTenant(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := controllertest.Env.NewNamespace(t, "usage")
-	nsObj := &corev1.Namespace{}
-	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
-	nsObj.Labels = map[string]string{"tenant": ns}
-	g.Expect(controllertest.Env.Client.Update(ctx, nsObj)).To(Succeed())
 	controllertest.ReadyCluster(t, ns, "c1")
 	controllertest.ServiceTemplate(t, ns, "tmpl", nil)
 	controllertest.WorkspaceClass(t, "g-"+ns, ns, "tmpl", nil)
-	model := "A100-" + ns
-	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, ns+"-a100", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 2)).To(Succeed())
-	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
-		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
-		Hard:              quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}},
-	}}
-	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
-	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	model, q := gpuTenant(t, ns, "A100", 2, quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "all", ResourceName: "nvidia.com/gpu", Count: 8}}})
 
 	// On a day of its own, from 23:00 UTC: the first hour ends at midnight.
 	t0 := time.Now().UTC().Truncate(24*time.Hour).AddDate(0, 0, -3).Add(23 * time.Hour)
