@@ -4,6 +4,7 @@
 package cmdline
 
 import (
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -55,4 +56,19 @@ func RestConfig(path string) (*rest.Config, error) {
 		return nil, fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	return cfg, nil
+}
+
+// Write prints v as indented JSON when output is "json", else with table;
+// it returns the exit code.
+func Write(out io.Writer, output string, v any, table func(io.Writer)) int {
+	if output != "json" {
+		table(out)
+		return 0
+	}
+	enc := json.NewEncoder(out)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
+		return 1
+	}
+	return 0
 }

@@ -60,14 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "apiary queue: %v\n", err)
 		return 1
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(places)
-		return 0
-	}
-	PrintTable(stdout, places)
-	return 0
+	return cmdline.Write(stdout, *output, places, func(out io.Writer) { PrintTable(out, places) })
 }
 
 // Ask reads a namespace's places from the server at base with the

@@ -2,7 +2,6 @@ package usagereport
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -66,16 +65,7 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 		fmt.Fprintf(stderr, "apiary usage: %v\n", err)
 		return 1
 	}
-	if *output == "json" {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rows); err != nil {
-			return 1
-		}
-		return 0
-	}
-	printTable(stdout, rows)
-	return 0
+	return cmdline.Write(stdout, *output, rows, func(out io.Writer) { printTable(out, rows) })
 }
 
 func newClient(kubeconfig string) (client.Client, error) {
