@@ -13,6 +13,7 @@ import (
 	"github.com/fluxcd/pkg/runtime/conditions"
 
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
 )
 
@@ -61,77 +62,101 @@ type TenantQuota struct {
 // Places are the waiting workspaces of namespace ns, in the order of the
 // queues, each with its place in its cluster's GPU queue (when it waits
 // there) and in the queue of each quota that selects it (when it waits for
-// quota). workspaces are every workspace the gate sees.
+// quota). workspaces are every workspace the gate sees. One sort and one
+// pass over the waiting, whatever the number of queues.
 func Places(ns string, workspaces []*workspacesv1.WorkspaceDeployment, quotas []TenantQuota) []Place {
-	var waiting []*workspacesv1.WorkspaceDeployment
+	type entry struct {
+		w        *workspacesv1.WorkspaceDeployment
+		priority int32
+		queuedAt time.Time
+		cluster  string // "" when not at the GPU gate
+		quota    bool
+	}
+	var waiting []entry
 	for _, w := range workspaces {
-		if lifecycle.ClaimsPlace(w) {
-			waiting = append(waiting, w)
-		}
-	}
-	slices.SortFunc(waiting, func(a, b *workspacesv1.WorkspaceDeployment) int {
-		switch {
-		case lifecycle.QueuedBefore(a, b):
-			return -1
-		case lifecycle.QueuedBefore(b, a):
-			return 1
-		}
-		return 0
-	})
-	var places []Place
-	for _, w := range waiting {
-		if w.Namespace != ns {
+		if !lifecycle.ClaimsPlace(w) {
 			continue
 		}
-		p := Place{Name: w.Name, Reason: conditions.GetReason(w, "Ready"), Priority: lifecycle.Priority(w), QueuedAt: lifecycle.QueuedAt(w)}
+		e := entry{w: w, priority: lifecycle.Priority(w), queuedAt: lifecycle.QueuedAt(w),
+			quota: conditions.IsFalse(w, workspacesv1.QuotaReservedCondition)}
 		if waitsForGPUs(w) {
-			cluster := clusterOf(w)
-			p.Queues = append(p.Queues, place(ClusterQueue, cluster, w, waiting, func(o *workspacesv1.WorkspaceDeployment) bool {
-				return waitsForGPUs(o) && clusterOf(o) == cluster
-			}))
+			e.cluster = clusterOf(w)
 		}
-		if conditions.IsFalse(w, workspacesv1.QuotaReservedCondition) {
-			for _, q := range quotas {
-				if !q.Selects(w.Namespace) {
-					continue
-				}
-				p.Queues = append(p.Queues, place(QuotaQueue, q.Name, w, waiting, func(o *workspacesv1.WorkspaceDeployment) bool {
-					return conditions.IsFalse(o, workspacesv1.QuotaReservedCondition) && q.Selects(o.Namespace)
-				}))
-			}
-		}
-		places = append(places, p)
+		waiting = append(waiting, e)
 	}
-	return places
-}
-
-// place is w's place among the waiting (in queue order) that are in a queue.
-func place(kind, name string, w *workspacesv1.WorkspaceDeployment, waiting []*workspacesv1.WorkspaceDeployment,
-	in func(*workspacesv1.WorkspaceDeployment) bool) Queue {
-	q := Queue{Kind: kind, Name: name}
-	ahead := true
-	for _, o := range waiting {
-		if !in(o) {
-			continue
+	slices.SortFunc(waiting, func(a, b entry) int {
+		return admission.QueueOrder(a.priority, a.queuedAt, string(a.w.UID), b.priority, b.queuedAt, string(b.w.UID))
+	})
+	selecting := map[string][]int{} // namespace → the quotas that select it
+	quotasOf := func(namespace string) []int {
+		idx, ok := selecting[namespace]
+		if !ok {
+			for i, q := range quotas {
+				if q.Selects(namespace) {
+					idx = append(idx, i)
+				}
+			}
+			selecting[namespace] = idx
 		}
-		q.Length++
-		if o.UID == w.UID {
-			ahead = false
-			q.Position = q.Length
-			continue
-		}
-		if !ahead {
-			continue
-		}
-		if o.Namespace == w.Namespace {
-			if len(q.AheadInNamespace) < MaxNamed {
-				q.AheadInNamespace = append(q.AheadInNamespace, o.Name)
+		return idx
+	}
+	type tally struct {
+		length, elsewhere int
+		own               []string
+	}
+	clusters := map[string]*tally{}
+	quotaTallies := make([]tally, len(quotas))
+	// enter counts a workspace into a queue and returns its place there.
+	enter := func(t *tally, kind, name string, w *workspacesv1.WorkspaceDeployment) Queue {
+		q := Queue{Kind: kind, Name: name, Position: t.length + 1, AheadElsewhere: t.elsewhere}
+		if w.Namespace == ns {
+			q.AheadInNamespace = slices.Clone(t.own)
+			if len(t.own) < MaxNamed {
+				t.own = append(t.own, w.Name)
 			}
 		} else {
-			q.AheadElsewhere++
+			t.elsewhere++
+		}
+		t.length++
+		return q
+	}
+	var places []Place
+	for _, e := range waiting {
+		var queues []Queue
+		if e.cluster != "" {
+			t := clusters[e.cluster]
+			if t == nil {
+				t = &tally{}
+				clusters[e.cluster] = t
+			}
+			queues = append(queues, enter(t, ClusterQueue, e.cluster, e.w))
+		}
+		if e.quota {
+			for _, i := range quotasOf(e.w.Namespace) {
+				queues = append(queues, enter(&quotaTallies[i], QuotaQueue, quotas[i].Name, e.w))
+			}
+		}
+		if e.w.Namespace == ns {
+			places = append(places, Place{Name: e.w.Name, Reason: conditions.GetReason(e.w, "Ready"), Priority: e.priority,
+				QueuedAt: e.queuedAt, Queues: queues})
 		}
 	}
-	return q
+	// The lengths are known once every waiter was counted.
+	for i := range places {
+		for j := range places[i].Queues {
+			q := &places[i].Queues[j]
+			if q.Kind == ClusterQueue {
+				q.Length = clusters[q.Name].length
+				continue
+			}
+			for k := range quotas {
+				if quotas[k].Name == q.Name {
+					q.Length = quotaTallies[k].length
+				}
+			}
+		}
+	}
+	return places
 }
 
 // waitsForGPUs reports whether the GPU gate holds a workspace.
