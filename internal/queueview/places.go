@@ -12,6 +12,7 @@ import (
 
 	"github.com/fluxcd/pkg/runtime/conditions"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
 	"github.com/apiaryhq/apiary/internal/admission"
 	"github.com/apiaryhq/apiary/internal/workspace/lifecycle"
@@ -137,7 +138,7 @@ func Places(ns string, workspaces []*workspacesv1.WorkspaceDeployment, quotas []
 			}
 		}
 		if e.w.Namespace == ns {
-			places = append(places, Place{Name: e.w.Name, Reason: conditions.GetReason(e.w, "Ready"), Priority: e.priority,
+			places = append(places, Place{Name: e.w.Name, Reason: conditions.GetReason(e.w, commonv1.ReadyCondition), Priority: e.priority,
 				QueuedAt: e.queuedAt, Queues: queues})
 		}
 	}
