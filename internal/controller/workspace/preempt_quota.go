@@ -45,7 +45,7 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	defer r.quotaPreemptions.Lock(q.Name)()
 	// A preemption gives the room to the head of the quota's queue: one
 	// behind others preempts no one for them.
-	if ahead, err := r.quotaQueueAhead(ctx, w.obj, []*quotav1alpha1.TenantQuota{q}, charge); err != nil || len(ahead) > 0 {
+	if behind, err := r.behindInQuota(ctx, w.obj, []*quotav1alpha1.TenantQuota{q}, charge); err != nil || behind {
 		return proceed, false, err
 	}
 	key := client.ObjectKeyFromObject(w.obj).String()

@@ -65,11 +65,11 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 		}
 	}
 	if r.Policy == admission.StrictFIFO && len(grows) > 0 {
-		ahead, err := r.quotaQueueAhead(ctx, obj, grows, charge)
+		behind, err := r.behindInQuota(ctx, obj, grows, charge)
 		if err != nil {
 			return stopWith(0), err
 		}
-		if len(ahead) > 0 {
+		if behind {
 			msg := "Waiting behind workspace(s) ahead in the queue (of a higher priority, or older) waiting for room in the same TenantQuota; " + queuePlaceHint
 			return r.quotaWait(w, workspacesv1.WaitingBehindOlderReason, msg), nil
 		}
@@ -206,13 +206,13 @@ func (r *Reconciler) quotaWait(w *workspaceRun, reason, msg string) stepResult {
 	return stopWith(jitter.JitteredIntervalDuration(waitingResync))
 }
 
-// quotaQueueAhead lists the older workspaces waiting for room in one of
-// the quotas that the charge waits behind (quota.Ahead).
-func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.WorkspaceDeployment,
-	quotas []*quotav1alpha1.TenantQuota, charge quotav1alpha1.QuotaCharge) ([]string, error) {
+// behindInQuota reports whether an older workspace waits for room in one
+// of the quotas that the charge would wait behind (quota.Ahead).
+func (r *Reconciler) behindInQuota(ctx context.Context, obj *workspacesv1.WorkspaceDeployment,
+	quotas []*quotav1alpha1.TenantQuota, charge quotav1alpha1.QuotaCharge) (bool, error) {
 	list := &workspacesv1.WorkspaceDeploymentList{}
 	if err := r.List(ctx, list, client.MatchingFields{index.WorkspaceQuotaWait: "true"}); err != nil {
-		return nil, fmt.Errorf("listing workspaces waiting for quotas: %w", err)
+		return false, fmt.Errorf("listing workspaces waiting for quotas: %w", err)
 	}
 	var older []*workspacesv1.WorkspaceDeployment
 	for i := range list.Items {
@@ -222,39 +222,31 @@ func (r *Reconciler) quotaQueueAhead(ctx context.Context, obj *workspacesv1.Work
 		}
 	}
 	if len(older) == 0 {
-		return nil, nil
+		return false, nil
 	}
 	sort.Slice(older, func(i, j int) bool { return lifecycle.QueuedBefore(older[i], older[j]) })
 	labels := map[string]map[string]string{}
-	ahead := map[string]bool{}
 	for _, q := range quotas {
-		var selected []*workspacesv1.WorkspaceDeployment
 		var charges []quotav1alpha1.QuotaCharge
 		counted := prior(q, obj)
 		for _, v := range older {
 			if _, ok := labels[v.Namespace]; !ok {
 				l, err := quota.NamespaceLabels(ctx, r.Client, v.Namespace)
 				if err != nil {
-					return nil, err
+					return false, err
 				}
 				labels[v.Namespace] = l
 			}
 			if ok, _ := quota.Selects(q, labels[v.Namespace]); ok {
-				selected = append(selected, v)
 				charges = append(charges, r.waitingCharge(v))
 				counted = append(counted, prior(q, v)...)
 			}
 		}
-		for _, i := range quota.Ahead(q, counted, charges, charge) {
-			ahead[selected[i].Namespace+"/"+selected[i].Name] = true
+		if len(quota.Ahead(q, counted, charges, charge)) > 0 {
+			return true, nil
 		}
 	}
-	out := make([]string, 0, len(ahead))
-	for k := range ahead {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out, nil
+	return false, nil
 }
 
 // prior is what a quota counts of a workspace now, as cached.
