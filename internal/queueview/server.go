@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/authentication/authenticator"
@@ -178,26 +176,27 @@ func (s *Server) read(ctx context.Context, ns string) ([]Place, error) {
 	if err := s.Reader.List(ctx, quotaList); err != nil {
 		return nil, fmt.Errorf("listing TenantQuotas: %w", err)
 	}
-	nsLabels := map[string]labels.Set{}
+	nsLabels := map[string]map[string]string{}
 	var readErr error
-	labelsOf := func(namespace string) labels.Set {
+	labelsOf := func(namespace string) map[string]string {
 		l, ok := nsLabels[namespace]
 		if !ok {
-			m, err := quota.NamespaceLabels(ctx, s.Reader, namespace)
+			var err error
+			l, err = quota.NamespaceLabels(ctx, s.Reader, namespace)
 			readErr = errors.Join(readErr, err)
-			l = labels.Set(m)
 			nsLabels[namespace] = l
 		}
 		return l
 	}
-	var quotas []TenantQuota
+	quotas := make([]TenantQuota, len(quotaList.Items))
 	for i := range quotaList.Items {
 		q := &quotaList.Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(&q.Spec.NamespaceSelector)
-		if err != nil {
-			continue // the quota's controller reports it
-		}
-		quotas = append(quotas, TenantQuota{Name: q.Name, Selects: func(namespace string) bool { return sel.Matches(labelsOf(namespace)) }})
+		// A selector that does not parse selects nothing (the quota's
+		// controller reports it).
+		quotas[i] = TenantQuota{Name: q.Name, Selects: func(namespace string) bool {
+			ok, _ := quota.Selects(q, labelsOf(namespace))
+			return ok
+		}}
 	}
 	places := Places(ns, workspaces, quotas)
 	if places == nil {
