@@ -58,10 +58,32 @@ func RestConfig(path string) (*rest.Config, error) {
 	return cfg, nil
 }
 
-// Write prints v as indented JSON when output is "json", else with table;
-// it returns the exit code.
-func Write(out io.Writer, output string, v any, table func(io.Writer)) int {
-	if output != "json" {
+// Output is the -o flag of a command that prints a table or JSON: any
+// other value is a bad argument (exit code 2).
+type Output string
+
+// OutputFlag binds -o to fs, a table by default.
+func OutputFlag(fs *flag.FlagSet) *Output {
+	o := Output("table")
+	fs.Var(&o, "o", "Output: table, or json.")
+	return &o
+}
+
+func (o *Output) String() string { return string(*o) }
+
+// Set implements flag.Value.
+func (o *Output) Set(v string) error {
+	if v != "table" && v != "json" {
+		return errors.New("table or json")
+	}
+	*o = Output(v)
+	return nil
+}
+
+// Write prints v as indented JSON when o is json, else with table; it
+// returns the exit code.
+func (o Output) Write(out io.Writer, v any, table func(io.Writer)) int {
+	if o != "json" {
 		table(out)
 		return 0
 	}

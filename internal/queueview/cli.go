@@ -29,15 +29,15 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	server := fs.String("server", "", "The queue positions server's URL, e.g. https://apiary-queue.apiary-system.svc:8444 (the chart's NOTES print it).")
 	ca := fs.String("certificate-authority", "", "A file with the CA of the server's certificate.")
 	insecure := fs.Bool("insecure-skip-tls-verify", false, "Do not verify the server's certificate (a self-signed one).")
-	output := fs.String("o", "table", "Output: table, or json.")
+	output := cmdline.OutputFlag(fs)
 	cmdline.Usage(fs, stderr, "Usage: apiary queue --server URL [flags]",
 		"Prints where the namespace's waiting workspaces stand in their cluster's GPU queue and their TenantQuotas' queues,",
 		"asked with the kubeconfig's token: the caller must be allowed to list the namespace's WorkspaceDeployments.")
 	if code, done := cmdline.Parse(fs, args, stderr); done {
 		return code
 	}
-	if *server == "" || (*output != "table" && *output != "json") {
-		fmt.Fprintln(stderr, "apiary queue: --server is needed, and -o is table or json")
+	if *server == "" {
+		fmt.Fprintln(stderr, "apiary queue: --server is needed")
 		return 2
 	}
 	loading := clientcmd.NewDefaultClientConfigLoadingRules()
@@ -60,7 +60,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "apiary queue: %v\n", err)
 		return 1
 	}
-	return cmdline.Write(stdout, *output, places, func(out io.Writer) { PrintTable(out, places) })
+	return output.Write(stdout, places, func(out io.Writer) { PrintTable(out, places) })
 }
 
 // Ask reads a namespace's places from the server at base with the

@@ -37,7 +37,7 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 	fromS := fs.String("from", monthStart.Format(usage.DateLayout), "The first UTC day of the window, YYYY-MM-DD (this month's first by default).")
 	toS := fs.String("to", now.Format(usage.DateLayout), "The last UTC day of the window, YYYY-MM-DD, included (today by default).")
 	tenant := fs.String("tenant", "", "Only this TenantQuota.")
-	output := fs.String("o", "table", "Output: table, or json.")
+	output := cmdline.OutputFlag(fs)
 	cmdline.Usage(fs, stderr, "Usage: apiary usage [flags]",
 		"Prints each tenant's (TenantQuota's) GPU-hours, CPU core-hours and memory GiB-hours over a window of UTC days,",
 		"up to now: what the quotas counted and what their workspaces hold. Reads with the caller's rights; writes nothing.")
@@ -46,8 +46,8 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 	}
 	from, err1 := time.Parse(usage.DateLayout, *fromS)
 	last, err2 := time.Parse(usage.DateLayout, *toS)
-	if err := errors.Join(err1, err2); err != nil || last.Before(from) || (*output != "table" && *output != "json") {
-		fmt.Fprintf(stderr, "apiary usage: --from and --to are days (YYYY-MM-DD), --from not after --to, -o table or json\n")
+	if err := errors.Join(err1, err2); err != nil || last.Before(from) {
+		fmt.Fprintf(stderr, "apiary usage: --from and --to are days (YYYY-MM-DD), --from not after --to\n")
 		return 2
 	}
 	if reader == nil {
@@ -65,7 +65,7 @@ func RunWith(args []string, stdout, stderr io.Writer, now time.Time, reader clie
 		fmt.Fprintf(stderr, "apiary usage: %v\n", err)
 		return 1
 	}
-	return cmdline.Write(stdout, *output, rows, func(out io.Writer) { printTable(out, rows) })
+	return output.Write(stdout, rows, func(out io.Writer) { printTable(out, rows) })
 }
 
 func newClient(kubeconfig string) (client.Client, error) {
