@@ -15,6 +15,7 @@ import (
 
 	"gopkg.in/inf.v0"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
@@ -42,9 +43,20 @@ type Rate struct {
 }
 
 // RateOf is the rate of a GPU demand (its node selector names the model)
-// and CPU and memory totals. Negative amounts count nothing.
+// and CPU and memory totals. Negative amounts count nothing. A model no
+// node label could hold (a selector adopted from a workspace delivered
+// before Apiary admitted it is not checked against any node) counts under
+// its resource, and a resource name beyond a Kubernetes name's length
+// under OtherResource: a usage is always one the API server accepts, or
+// the quota write that counts it would fail for good.
 func RateOf(gpus int64, resourceName string, selector map[string]string, cpu, memory *resource.Quantity) Rate {
 	r := Rate{ResourceName: resourceName, Model: selector[gpu.ModelLabel]}
+	if len(r.Model) > validation.LabelValueMaxLength {
+		r.Model = ""
+	}
+	if len(r.ResourceName) > validation.DNS1123SubdomainMaxLength {
+		r.ResourceName = OtherResource
+	}
 	if gpus > 0 && resourceName != "" {
 		r.GPUs = gpus
 	}

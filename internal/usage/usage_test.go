@@ -2,6 +2,7 @@ package usage
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,6 +31,14 @@ func TestRateOver(t *testing.T) {
 	g.Expect(RateOf(0, "nvidia.com/gpu", nil, nil, nil).Over(t0, t0.Add(time.Hour))).To(Equal(commonv1.ResourceUsage{}))
 	// Negative amounts (a corrupt record) count nothing.
 	g.Expect(RateOf(-3, "nvidia.com/gpu", nil, qty("-1"), qty("-1")).IsZero()).To(BeTrue())
+
+	// What the status schema could not hold is counted under the resource,
+	// or under OtherResource, never refused.
+	long := RateOf(1, "nvidia.com/gpu", map[string]string{"exalsius.ai/gpu-model": strings.Repeat("m", 64)}, nil, nil).Over(t0, t0.Add(time.Second))
+	g.Expect(long.GPUs).To(Equal([]commonv1.GPUSeconds{{ResourceName: "nvidia.com/gpu", Seconds: 1}}))
+	odd := RateOf(1, strings.Repeat("r", 254), nil, nil, nil).Over(t0, t0.Add(time.Second))
+	g.Expect(odd.GPUs).To(Equal([]commonv1.GPUSeconds{{ResourceName: OtherResource, Seconds: 1}}))
+	g.Expect(RateOf(1, "nvidia.com/gpu", map[string]string{"exalsius.ai/gpu-model": strings.Repeat("m", 63)}, nil, nil).Model).To(HaveLen(63))
 
 	// Memory byte-seconds past int64 stay exact.
 	big := RateOf(0, "", nil, nil, qty("64Ti")).Over(t0, t0.AddDate(1, 0, 0))
