@@ -20,11 +20,16 @@ type Excess struct {
 	// Recounting: the GPU limits changed and their usage is being
 	// recounted; nothing that grows is admitted meanwhile.
 	Recounting bool
+	// Note, when set, is the whole reason.
+	Note string
 }
 
 func (e Excess) String() string {
 	if e.Recounting {
 		return "the GPU limits changed; their usage is being recounted"
+	}
+	if e.Note != "" {
+		return e.Note
 	}
 	return fmt.Sprintf("%s: %s requested, %s of %s used", e.Limit, e.Requested, e.Used, e.Hard)
 }
@@ -142,6 +147,7 @@ type limitGrowth struct {
 // so taking a charge out never under-counts.
 type tally struct {
 	hard    quotav1alpha1.QuotaLimits
+	cohort  string
 	used    totals
 	charges map[types.UID]quotav1alpha1.QuotaCharge
 	labels  []string // of the GPU limits
@@ -156,7 +162,7 @@ func newTally(q *quotav1alpha1.TenantQuota, counted ...quotav1alpha1.QuotaCharge
 		q = q.DeepCopy()
 		EnsureTotals(q)
 	}
-	t := &tally{hard: q.Spec.Hard, used: usedTotals(q), charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(counted))}
+	t := &tally{hard: q.Spec.Hard, cohort: q.Spec.Cohort, used: usedTotals(q), charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(counted))}
 	if !SameGPULimits(q.Spec.Hard.GPUs, q.Status.Hard.GPUs) {
 		t.hard.GPUs = q.Status.Hard.GPUs // recounting: the counted limits
 	}
@@ -197,11 +203,30 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 			Hard: fmt.Sprint(*hard.Workspaces)}, used.workspaces+1 > *hard.Workspaces})
 	}
 	for i, l := range hard.GPUs {
-		if req := mine.gpus[i]; req > before.gpus[i] {
-			total := used.gpus[i]
+		// What the charge takes of the nominal count: its GPUs but those it
+		// borrows, or those it lends.
+		if req := mine.gpus[i] - mine.borrowed[i]; req > before.gpus[i]-before.borrowed[i] {
+			total := used.nominal(i)
 			total.Add(req)
 			out = append(out, limitGrowth{Excess{Limit: t.labels[i], Requested: fmt.Sprint(req),
-				Used: fmt.Sprint(used.gpus[i].Int64()), Hard: fmt.Sprint(l.Count)}, total.Exceeds(l.Count)})
+				Used: fmt.Sprint(used.nominal(i).Int64()), Hard: fmt.Sprint(l.Count)}, total.Exceeds(l.Count)})
+		}
+		for _, part := range []struct {
+			what         string
+			mine, before int64
+			used         resources.Sum
+			limit        *int64
+		}{
+			{"borrowingLimit", mine.borrowed[i], before.borrowed[i], used.borrowed[i], t.borrowingLimit(l)},
+			{"lendingLimit", mine.lent[i], before.lent[i], used.lent[i], l.LendingLimit},
+		} {
+			if part.mine <= part.before || part.limit == nil {
+				continue
+			}
+			total := part.used
+			total.Add(part.mine)
+			out = append(out, limitGrowth{Excess{Limit: t.labels[i] + " " + part.what, Requested: fmt.Sprint(part.mine),
+				Used: fmt.Sprint(part.used.Int64()), Hard: fmt.Sprint(*part.limit)}, total.Exceeds(*part.limit)})
 		}
 	}
 	for _, r := range []struct {
@@ -225,4 +250,14 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 			Used: r.unit.Quantity(r.used.Int64(), r.format).String(), Hard: r.hard.String()}, r.unit.Exceeds(total, *r.hard)})
 	}
 	return out
+}
+
+// borrowingLimit is how many GPUs of a limit the quota's workspaces may
+// borrow: none outside a cohort, unlimited when unset.
+func (t *tally) borrowingLimit(l quotav1alpha1.GPULimit) *int64 {
+	if t.cohort == "" {
+		zero := int64(0)
+		return &zero
+	}
+	return l.BorrowingLimit
 }

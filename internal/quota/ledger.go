@@ -95,6 +95,9 @@ type Want struct {
 	// without it, the charge is counted as it is (a workspace that runs
 	// already, a stopped one that holds its place).
 	Check bool
+	// Loan are the terms a lender must still offer for a checked loan
+	// (Plan.Wants); a checked loan without them is refused.
+	Loan *LoanTerms
 }
 
 // Sync makes the quotas count a workspace as wanted, in name order, and
@@ -122,12 +125,13 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 		name  string
 		to    *quotav1alpha1.QuotaCharge
 		check bool
+		loan  *LoanTerms
 	}
 	var steps []step
 	wanted := map[string]bool{}
 	for _, w := range wants {
 		c := w.Charge
-		steps = append(steps, step{name: w.Quota, to: &c, check: w.Check})
+		steps = append(steps, step{name: w.Quota, to: &c, check: w.Check, loan: w.Loan})
 		wanted[w.Quota] = true
 	}
 	for _, h := range holders {
@@ -142,7 +146,7 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 		prev *quotav1alpha1.QuotaCharge
 	}
 	var done []undo
-	move := func(name string, to *quotav1alpha1.QuotaCharge, check bool) (*quotav1alpha1.QuotaCharge, bool, error) {
+	move := func(name string, to *quotav1alpha1.QuotaCharge, check bool, loan *LoanTerms) (*quotav1alpha1.QuotaCharge, bool, error) {
 		var prev *quotav1alpha1.QuotaCharge
 		var moved bool
 		var rec *workspacesv1.WorkspaceQuotaCharge
@@ -158,6 +162,9 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 				return false, nil
 			}
 			if check && to != nil {
+				if IsLoan(*to) && (loan == nil || !Lends(q, *loan)) {
+					return false, &Refusal{Quota: name, Excess: []Excess{{Note: "it no longer lends these GPUs to the cohort"}}}
+				}
 				if excess := Check(q, prev, *to); len(excess) > 0 {
 					return false, &Refusal{Quota: name, Excess: excess}
 				}
@@ -179,14 +186,14 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 	rollback := func() error {
 		var errs []error
 		for _, u := range slices.Backward(done) {
-			if _, _, err := move(u.name, u.prev, false); err != nil {
+			if _, _, err := move(u.name, u.prev, false, nil); err != nil {
 				errs = append(errs, err)
 			}
 		}
 		return errors.Join(errs...)
 	}
 	for _, s := range steps {
-		prev, moved, err := move(s.name, s.to, s.check)
+		prev, moved, err := move(s.name, s.to, s.check, s.loan)
 		if errors.Is(err, errDied) {
 			return records, nil, err
 		}

@@ -25,7 +25,8 @@ type QuotaPreemption struct {
 // the quota counts now of the workspace of c (its prior charge, if any);
 // leaving are the counted charges of workspaces already stopping, which
 // count as given back; candidates are the counted charges of the
-// workspaces the caller allows as victims.
+// workspaces the caller allows as victims: the quota's own workspaces, and
+// loans to the cohort's (a reclaim: a borrower's stop ends its loan).
 func PreemptFor(q *quotav1alpha1.TenantQuota, counted *quotav1alpha1.QuotaCharge, leaving, candidates []quotav1alpha1.QuotaCharge,
 	c quotav1alpha1.QuotaCharge) QuotaPreemption {
 	if Recounting(q) {
@@ -35,10 +36,10 @@ func PreemptFor(q *quotav1alpha1.TenantQuota, counted *quotav1alpha1.QuotaCharge
 	fits := func(stopped []int) bool {
 		t := newTally(q, base...)
 		for _, l := range leaving {
-			t.put(Held(l))
+			t.stop(l)
 		}
 		for _, i := range stopped {
-			t.put(Held(candidates[i]))
+			t.stop(candidates[i])
 		}
 		return len(exceeding(t.growth(c))) == 0
 	}
@@ -54,4 +55,18 @@ func PreemptFor(q *quotav1alpha1.TenantQuota, counted *quotav1alpha1.QuotaCharge
 		return QuotaPreemption{Freeing: len(leaving) > 0}
 	}
 	return QuotaPreemption{Victims: fewest.Choose(len(candidates), func(idx []int) bool { return fits(idx) })}
+}
+
+// stop puts in place of a workspace's charge what it holds once stopped:
+// its place in the workspaces count (Held), or nothing for a loan, which
+// the borrower's stop ends.
+func (t *tally) stop(c quotav1alpha1.QuotaCharge) {
+	if !IsLoan(c) {
+		t.put(Held(c))
+		return
+	}
+	if old, ok := t.charges[c.UID]; ok {
+		t.used.put(amountsOf(t.hard, &old), -1)
+		delete(t.charges, c.UID)
+	}
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
 	"github.com/apiaryhq/apiary/internal/gpu"
 	"github.com/apiaryhq/apiary/internal/resources"
@@ -125,7 +126,20 @@ func SameAmounts(a, b quotav1alpha1.QuotaCharge) bool {
 	a.ChargedAt, b.ChargedAt = metav1.Time{}, metav1.Time{}
 	return a.Namespace == b.Namespace && a.Name == b.Name && a.UID == b.UID && a.GPUs == b.GPUs &&
 		a.ResourceName == b.ResourceName && sameLabels(a.Selector, b.Selector) &&
-		sameQuantity(a.CPU, b.CPU) && sameQuantity(a.Memory, b.Memory)
+		sameQuantity(a.CPU, b.CPU) && sameQuantity(a.Memory, b.Memory) &&
+		sameCounts(a.Borrowed, b.Borrowed) && sameCounts(a.Lent, b.Lent)
+}
+
+// sameCounts reports whether two lists count the same GPUs against each limit.
+func sameCounts(a, b []commonv1.LimitGPUs) bool {
+	for _, list := range [][]commonv1.LimitGPUs{a, b} {
+		for _, g := range list {
+			if limitCount(a, g.Limit) != limitCount(b, g.Limit) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func sameLabels(a, b map[string]string) bool {
@@ -175,7 +189,18 @@ func Refresh(q *quotav1alpha1.TenantQuota) {
 func summary(hard quotav1alpha1.QuotaLimits, u quotav1alpha1.QuotaUsage) string {
 	var parts []string
 	for i, l := range hard.GPUs {
-		parts = append(parts, fmt.Sprintf("gpus/%s: %d/%d", l.Name, u.GPUs[i].Count, l.Count))
+		part := fmt.Sprintf("gpus/%s: %d/%d", l.Name, u.GPUs[i].Count, l.Count)
+		var loans []string
+		if b := u.GPUs[i].Borrowed; b > 0 {
+			loans = append(loans, fmt.Sprintf("%d borrowed", b))
+		}
+		if n := u.GPUs[i].Lent; n > 0 {
+			loans = append(loans, fmt.Sprintf("%d lent", n))
+		}
+		if len(loans) > 0 {
+			part += " (" + strings.Join(loans, ", ") + ")"
+		}
+		parts = append(parts, part)
 	}
 	if hard.Workspaces != nil {
 		parts = append(parts, fmt.Sprintf("workspaces: %d/%d", u.Workspaces, *hard.Workspaces))

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"slices"
 	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -108,6 +109,7 @@ func Move(q *quotav1alpha1.TenantQuota, ref Ref, base, to *quotav1alpha1.QuotaCh
 		Op: quotav1alpha1.ReleaseOp, At: at}
 	if to != nil {
 		tr.Op, tr.GPUs, tr.ResourceName, tr.CPU, tr.Memory = quotav1alpha1.ChargeOp, to.GPUs, to.ResourceName, to.CPU, to.Memory
+		tr.Borrowed, tr.Lent = slices.Clone(to.Borrowed), slices.Clone(to.Lent)
 		if len(to.Selector) > 0 {
 			tr.Selector = map[string]string{}
 			for k, v := range to.Selector {
@@ -173,6 +175,7 @@ func RecordFor(q *quotav1alpha1.TenantQuota, t quotav1alpha1.QuotaTransition) wo
 		return r
 	}
 	r.GPUs, r.ResourceName, r.Selector, r.CPU, r.Memory = t.GPUs, t.ResourceName, t.Selector, t.CPU, t.Memory
+	r.Borrowed, r.Lent = t.Borrowed, t.Lent
 	since := t.At
 	r.Since = &since
 	return r
@@ -218,20 +221,25 @@ func putInflight(list []quotav1alpha1.QuotaTransition, t quotav1alpha1.QuotaTran
 
 func transitionCharge(t quotav1alpha1.QuotaTransition) quotav1alpha1.QuotaCharge {
 	return quotav1alpha1.QuotaCharge{Namespace: t.Namespace, Name: t.Name, UID: t.UID, GPUs: t.GPUs,
-		ResourceName: t.ResourceName, Selector: t.Selector, CPU: t.CPU, Memory: t.Memory, ChargedAt: t.At}
+		ResourceName: t.ResourceName, Selector: t.Selector, CPU: t.CPU, Memory: t.Memory, Borrowed: t.Borrowed, Lent: t.Lent,
+		ChargedAt: t.At}
 }
 
 func recordCharge(ref Ref, r workspacesv1.WorkspaceQuotaCharge) quotav1alpha1.QuotaCharge {
 	c := quotav1alpha1.QuotaCharge{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID, GPUs: r.GPUs,
-		ResourceName: r.ResourceName, Selector: r.Selector, CPU: r.CPU, Memory: r.Memory}
+		ResourceName: r.ResourceName, Selector: r.Selector, CPU: r.CPU, Memory: r.Memory, Borrowed: r.Borrowed, Lent: r.Lent}
 	if r.Since != nil {
 		c.ChargedAt = *r.Since
 	}
 	return c
 }
 
-// RateOf is what a charge holds at any moment, for usage.
+// RateOf is what a charge holds at any moment, for usage. A loan holds
+// nothing of its lender's: the borrower's own quota counts the GPUs.
 func RateOf(c quotav1alpha1.QuotaCharge) usage.Rate {
+	if IsLoan(c) {
+		return usage.Rate{}
+	}
 	return usage.RateOf(c.GPUs, c.ResourceName, c.Selector, c.CPU, c.Memory)
 }
 
@@ -240,6 +248,9 @@ func RateOf(c quotav1alpha1.QuotaCharge) usage.Rate {
 // charge of unknown start (recorded before Apiary counted usage) counts
 // nothing.
 func closeUsage(q *quotav1alpha1.TenantQuota, c *quotav1alpha1.QuotaCharge, at metav1.Time) {
+	if IsLoan(*c) {
+		return
+	}
 	q.Status.Usage = usage.Record(q.Status.Usage, RateOf(*c), c.ChargedAt.Time, at.Time)
 }
 

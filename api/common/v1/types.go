@@ -114,3 +114,18 @@ type GPUSeconds struct {
 	// +kubebuilder:validation:Minimum=0
 	Seconds int64 `json:"seconds"`
 }
+
+// LimitGPUs is a number of GPUs counted against one GPU limit of a
+// TenantQuota, by the limit's name: what a charge borrows from its
+// TenantQuota's cohort, or what a loan lends (docs/admission.md, "Cohorts").
+type LimitGPUs struct {
+	// Limit is the GPU limit's name.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Limit string `json:"limit"`
+	// Count is the number of GPUs.
+	// +required
+	// +kubebuilder:validation:Minimum=0
+	Count int64 `json:"count"`
+}

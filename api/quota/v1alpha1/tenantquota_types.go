@@ -21,8 +21,21 @@ type TenantQuotaSpec struct {
 	NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
 
 	// Hard are the limits, across all selected namespaces and clusters.
+	// A GPU limit's count is the tenant's nominal quota of those GPUs.
 	// +required
 	Hard QuotaLimits `json:"hard"`
+
+	// Cohort names the group of TenantQuotas this one borrows GPUs from and
+	// lends GPUs to: GPUs of a limit that one member is entitled to and
+	// does not use may be admitted to another member's workspaces, for the
+	// GPU limit of the same name and the same GPUs, within each
+	// borrower's borrowingLimit and each lender's lendingLimit. A lender's
+	// workspace that needs its nominal GPUs back stops borrowers past their
+	// minimum runtime (docs/admission.md, "Cohorts"). Empty: none.
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Cohort string `json:"cohort,omitempty"`
 }
 
 // QuotaLimits are the limits of a TenantQuota; an unset limit is unlimited.
@@ -84,10 +97,23 @@ type GPULimit struct {
 	// +optional
 	NodeSelector map[string]string `json:"nodeSelector,omitempty"`
 
-	// Count is the number of GPUs.
+	// Count is the number of GPUs: the tenant's nominal quota of them.
 	// +required
 	// +kubebuilder:validation:Minimum=0
 	Count int64 `json:"count"`
+
+	// BorrowingLimit is how many GPUs beyond count the tenant may borrow
+	// from its cohort. Unset: as many as the cohort lends (Kueue's meaning);
+	// without a cohort, none.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	BorrowingLimit *int64 `json:"borrowingLimit,omitempty"`
+
+	// LendingLimit is how many of count's GPUs the tenant lends to its
+	// cohort at most, when it does not use them. Unset: all of them.
+	// +kubebuilder:validation:Minimum=0
+	// +optional
+	LendingLimit *int64 `json:"lendingLimit,omitempty"`
 }
 
 // QuotaUsage is what admitted workspaces use of a quota's limits.
@@ -114,8 +140,15 @@ type QuotaUsage struct {
 type GPUUsage struct {
 	// Name of the limit.
 	Name string `json:"name"`
-	// Count of GPUs used.
+	// Count of GPUs counted against the limit: those of the tenant's
+	// workspaces, borrowed ones included, and those lent.
 	Count int64 `json:"count"`
+	// Borrowed is how many of count the tenant's workspaces borrow from the cohort.
+	// +optional
+	Borrowed int64 `json:"borrowed,omitempty"`
+	// Lent is how many of count are lent to other members of the cohort.
+	// +optional
+	Lent int64 `json:"lent,omitempty"`
 }
 
 // QuotaCharge is what one workspace holds of a quota. Apiary before 0.x
@@ -145,6 +178,21 @@ type QuotaCharge struct {
 	// Memory of all replicas.
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
+	// Borrowed is how many of the GPUs counted against each GPU limit are
+	// borrowed from the quota's cohort.
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Borrowed []commonv1.LimitGPUs `json:"borrowed,omitempty"`
+	// Lent makes the entry a loan to a workspace of another member of the
+	// cohort: it counts these GPUs against the named GPU limits, as lent,
+	// and nothing else (no place in the workspaces count, no CPU or memory).
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Lent []commonv1.LimitGPUs `json:"lent,omitempty"`
 	// ChargedAt is when the charge was written.
 	ChargedAt metav1.Time `json:"chargedAt"`
 }
@@ -194,6 +242,21 @@ type QuotaTransition struct {
 	// Memory of all replicas.
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
+	// Borrowed is how many of the GPUs counted against each GPU limit are
+	// borrowed from the quota's cohort.
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Borrowed []commonv1.LimitGPUs `json:"borrowed,omitempty"`
+	// Lent makes the entry a loan to a workspace of another member of the
+	// cohort: it counts these GPUs against the named GPU limits, as lent,
+	// and nothing else (no place in the workspaces count, no CPU or memory).
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Lent []commonv1.LimitGPUs `json:"lent,omitempty"`
 	// At is when the change was written.
 	At metav1.Time `json:"at"`
 }

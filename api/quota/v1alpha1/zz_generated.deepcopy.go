@@ -21,7 +21,8 @@ limitations under the License.
 package v1alpha1
 
 import (
-	"k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/apiaryhq/apiary/api/common/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	runtime "k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -50,6 +51,16 @@ func (in *GPULimit) DeepCopyInto(out *GPULimit) {
 		for key, val := range *in {
 			(*out)[key] = val
 		}
+	}
+	if in.BorrowingLimit != nil {
+		in, out := &in.BorrowingLimit, &out.BorrowingLimit
+		*out = new(int64)
+		**out = **in
+	}
+	if in.LendingLimit != nil {
+		in, out := &in.LendingLimit, &out.LendingLimit
+		*out = new(int64)
+		**out = **in
 	}
 }
 
@@ -97,6 +108,16 @@ func (in *QuotaCharge) DeepCopyInto(out *QuotaCharge) {
 		in, out := &in.Memory, &out.Memory
 		x := (*in).DeepCopy()
 		*out = &x
+	}
+	if in.Borrowed != nil {
+		in, out := &in.Borrowed, &out.Borrowed
+		*out = make([]v1.LimitGPUs, len(*in))
+		copy(*out, *in)
+	}
+	if in.Lent != nil {
+		in, out := &in.Lent, &out.Lent
+		*out = make([]v1.LimitGPUs, len(*in))
+		copy(*out, *in)
 	}
 	in.ChargedAt.DeepCopyInto(&out.ChargedAt)
 }
@@ -167,6 +188,16 @@ func (in *QuotaTransition) DeepCopyInto(out *QuotaTransition) {
 		in, out := &in.Memory, &out.Memory
 		x := (*in).DeepCopy()
 		*out = &x
+	}
+	if in.Borrowed != nil {
+		in, out := &in.Borrowed, &out.Borrowed
+		*out = make([]v1.LimitGPUs, len(*in))
+		copy(*out, *in)
+	}
+	if in.Lent != nil {
+		in, out := &in.Lent, &out.Lent
+		*out = make([]v1.LimitGPUs, len(*in))
+		copy(*out, *in)
 	}
 	in.At.DeepCopyInto(&out.At)
 }
@@ -292,7 +323,7 @@ func (in *TenantQuotaStatus) DeepCopyInto(out *TenantQuotaStatus) {
 	*out = *in
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
-		*out = make([]v1.Condition, len(*in))
+		*out = make([]metav1.Condition, len(*in))
 		for i := range *in {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}

@@ -329,6 +329,20 @@ type WorkspaceQuotaCharge struct {
 	// Memory of all replicas.
 	// +optional
 	Memory *resource.Quantity `json:"memory,omitempty"`
+	// Borrowed is how many of the GPUs counted against each of the quota's
+	// GPU limits are borrowed from its cohort (docs/admission.md, "Cohorts").
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Borrowed []commonv1.LimitGPUs `json:"borrowed,omitempty"`
+	// Lent is set on the record of a loan: the quota, another member of
+	// the cohort, lends the workspace these GPUs of its GPU limits.
+	// +listType=map
+	// +listMapKey=limit
+	// +kubebuilder:validation:MaxItems=32
+	// +optional
+	Lent []commonv1.LimitGPUs `json:"lent,omitempty"`
 	// Since is when the quota began to count this share (its usage is
 	// counted from then, docs/admission.md "Usage").
 	// +optional

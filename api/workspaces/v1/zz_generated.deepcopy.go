@@ -1146,6 +1146,16 @@ func (in *WorkspaceQuotaCharge) DeepCopyInto(out *WorkspaceQuotaCharge) {
 		x := (*in).DeepCopy()
 		*out = &x
 	}
+	if in.Borrowed != nil {
+		in, out := &in.Borrowed, &out.Borrowed
+		*out = make([]commonv1.LimitGPUs, len(*in))
+		copy(*out, *in)
+	}
+	if in.Lent != nil {
+		in, out := &in.Lent, &out.Lent
+		*out = make([]commonv1.LimitGPUs, len(*in))
+		copy(*out, *in)
+	}
 	if in.Since != nil {
 		in, out := &in.Since, &out.Since
 		*out = (*in).DeepCopy()

@@ -1,0 +1,220 @@
+package quota
+
+import (
+	"slices"
+	"strings"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+)
+
+// Cohorts (docs/admission.md, "Cohorts"). A quota in a cohort may count
+// more GPUs against a GPU limit than the limit's count (its nominal
+// quota) when other members lend them: the workspace's charge in its own
+// quota says how many of its GPUs it borrows (Borrowed), and each lender
+// counts a loan to the workspace (Lent), an entry of its own ledger that
+// takes those GPUs of its nominal count and nothing else. Both are
+// written in the one Ledger.Sync of the workspace's charges, each with its
+// quota's resourceVersion, so two borrowers, or a borrower and the
+// lender's own workspace, never take the same idle GPUs: the second write
+// conflicts and is checked again. A loan lasts as long as the admission it
+// was planned for; a lender's workspace that needs its nominal GPUs back
+// stops the borrowers (PreemptFor, with the loans as candidates).
+
+// Plan is what a workspace's charge counts in each quota when it borrows.
+type Plan struct {
+	// Charges are the charges of the workspace's own quotas, by name, with
+	// what each borrows.
+	Charges map[string]quotav1alpha1.QuotaCharge
+	// Loans are the loans to the workspace, by the lender's name.
+	Loans map[string]quotav1alpha1.QuotaCharge
+}
+
+// Wants are the plan's writes: every own quota's charge checked, and
+// every loan checked against its lender's terms.
+func (p Plan) Wants(own []*quotav1alpha1.TenantQuota, check bool) []Want {
+	var out []Want
+	terms := map[string]LoanTerms{}
+	for _, q := range own {
+		c := p.Charges[q.Name]
+		out = append(out, Want{Quota: q.Name, Charge: c, Check: check})
+		for _, b := range c.Borrowed {
+			for _, l := range q.Spec.Hard.GPUs {
+				if l.Name == b.Limit {
+					t := terms[q.Spec.Cohort]
+					t.Cohort, t.Limits = q.Spec.Cohort, append(t.Limits, l)
+					terms[q.Spec.Cohort] = t
+				}
+			}
+		}
+	}
+	names := make([]string, 0, len(p.Loans))
+	for name := range p.Loans {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		loan := p.Loans[name]
+		w := Want{Quota: name, Charge: loan, Check: check}
+		for _, t := range terms {
+			if covers(t, loan.Lent) {
+				t := t
+				w.Loan = &t
+			}
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+func covers(t LoanTerms, lent []commonv1.LimitGPUs) bool {
+	for _, g := range lent {
+		if !slices.ContainsFunc(t.Limits, func(l quotav1alpha1.GPULimit) bool { return l.Name == g.Limit }) {
+			return false
+		}
+	}
+	return true
+}
+
+// LoanTerms are what a lender must still offer when a loan is written:
+// membership of the cohort, and GPU limits of the same names counting the
+// same GPUs as the borrower's.
+type LoanTerms struct {
+	Cohort string
+	Limits []quotav1alpha1.GPULimit
+}
+
+// Lends reports whether a quota lends on these terms now.
+func Lends(q *quotav1alpha1.TenantQuota, t LoanTerms) bool {
+	if t.Cohort == "" || q.Spec.Cohort != t.Cohort || Recounting(q) {
+		return false
+	}
+	for _, want := range t.Limits {
+		if lenderLimit(q, want) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// lenderLimit is the index of a lender's GPU limit that counts the same
+// GPUs under the same name as a borrower's limit, or -1.
+func lenderLimit(q *quotav1alpha1.TenantQuota, want quotav1alpha1.GPULimit) int {
+	for j, l := range q.Spec.Hard.GPUs {
+		if SameGPULimits([]quotav1alpha1.GPULimit{l}, []quotav1alpha1.GPULimit{want}) {
+			return j
+		}
+	}
+	return -1
+}
+
+// Borrow plans what a charge borrows to fit the quotas that select its
+// workspace (own): for each GPU limit of an own quota in a cohort that the
+// charge would take past its count, the GPUs beyond it, within the
+// limit's borrowingLimit, from the other members of the cohort (others,
+// in name order; quotas that select the workspace lend it nothing), each
+// up to what it does not use of its count and its lendingLimit. A limit
+// the cohort cannot cover borrows nothing: the charge's check refuses it
+// as it would without a cohort. counted is what each quota counts of the
+// workspace now (Counted), by name, which the plan replaces.
+func Borrow(own, others []*quotav1alpha1.TenantQuota, counted map[string]*quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) Plan {
+	c.Borrowed, c.Lent = nil, nil
+	p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}}
+	mine := map[string]bool{}
+	for _, q := range own {
+		mine[q.Name] = true
+	}
+	var lenders []*quotav1alpha1.TenantQuota
+	for _, q := range others {
+		if !mine[q.Name] && q.Spec.Cohort != "" {
+			lenders = append(lenders, q)
+		}
+	}
+	slices.SortFunc(lenders, func(a, b *quotav1alpha1.TenantQuota) int { return strings.Compare(a.Name, b.Name) })
+	lent := map[string]map[string]int64{} // planned, by lender and limit name
+	for _, q := range own {
+		charge := c
+		if q.Spec.Cohort != "" && !Recounting(q) {
+			charge.Borrowed = borrowFor(q, counted[q.Name], c, lenders, counted, lent)
+		}
+		p.Charges[q.Name] = charge
+	}
+	for name, limits := range lent {
+		loan := quotav1alpha1.QuotaCharge{Namespace: c.Namespace, Name: c.Name, UID: c.UID, ChargedAt: c.ChargedAt}
+		for limit, n := range limits {
+			loan.Lent = append(loan.Lent, commonv1.LimitGPUs{Limit: limit, Count: n})
+		}
+		slices.SortFunc(loan.Lent, func(a, b commonv1.LimitGPUs) int { return strings.Compare(a.Limit, b.Limit) })
+		p.Loans[name] = loan
+	}
+	return p
+}
+
+// borrowFor plans what c borrows against each GPU limit of q, taking it
+// from lenders and adding it to lent.
+func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge,
+	lenders []*quotav1alpha1.TenantQuota, counted map[string]*quotav1alpha1.QuotaCharge, lent map[string]map[string]int64) []commonv1.LimitGPUs {
+	t := newTally(q, priors(prior)...)
+	used := t.used.clone()
+	if prior != nil {
+		used.put(amountsOf(t.hard, prior), -1)
+	}
+	want := amountsOf(t.hard, &c)
+	var out []commonv1.LimitGPUs
+	for i, l := range t.hard.GPUs {
+		need := want.gpus[i] - max(l.Count-used.nominal(i).Int64(), 0)
+		if want.gpus[i] == 0 || need <= 0 {
+			continue
+		}
+		if bl := t.borrowingLimit(l); bl != nil && used.borrowed[i].Int64() > *bl-need {
+			continue
+		}
+		takes := map[string]int64{}
+		got := int64(0)
+		for _, lender := range lenders {
+			if got == need {
+				break
+			}
+			if lender.Spec.Cohort != q.Spec.Cohort || Recounting(lender) {
+				continue
+			}
+			j := lenderLimit(lender, l)
+			if j < 0 {
+				continue
+			}
+			n := min(lendable(lender, j, counted[lender.Name])-lent[lender.Name][l.Name], need-got)
+			if n > 0 {
+				takes[lender.Name] = n
+				got += n
+			}
+		}
+		if got < need {
+			continue
+		}
+		for name, n := range takes {
+			if lent[name] == nil {
+				lent[name] = map[string]int64{}
+			}
+			lent[name][l.Name] += n
+		}
+		out = append(out, commonv1.LimitGPUs{Limit: l.Name, Count: need})
+	}
+	return out
+}
+
+// lendable is how many GPUs of its limit j a lender may lend a workspace
+// it counts prior of now: what it does not use of the count, within its
+// lendingLimit.
+func lendable(q *quotav1alpha1.TenantQuota, j int, prior *quotav1alpha1.QuotaCharge) int64 {
+	t := newTally(q, priors(prior)...)
+	used := t.used.clone()
+	if prior != nil {
+		used.put(amountsOf(t.hard, prior), -1)
+	}
+	l := t.hard.GPUs[j]
+	room := l.Count - used.nominal(j).Int64()
+	if l.LendingLimit != nil {
+		room = min(room, *l.LendingLimit-used.lent[j].Int64())
+	}
+	return max(room, 0)
+}

@@ -1,0 +1,402 @@
+package quota
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fluxcd/pkg/runtime/conditions"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+)
+
+// cohortQuotas are three tenants' quotas of one cohort, on 2, 4 and 8
+// GPUs, borrowing at most 2, 3 and 4.
+var cohortQuotas = []string{"coh-a", "coh-b", "coh-c"}
+
+func createCohort(t *testing.T) {
+	for i, name := range cohortQuotas {
+		l := quotav1alpha1.GPULimit{Name: "gpus", ResourceName: nv, Count: int64(2) << i, BorrowingLimit: ptr.To(int64(2 + i))}
+		if i == 1 {
+			l.LendingLimit = ptr.To[int64](3)
+		}
+		q := &quotav1alpha1.TenantQuota{}
+		q.Name = name
+		q.Spec = quotav1alpha1.TenantQuotaSpec{Cohort: "lab", Hard: quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{l}}}
+		startEnv(t)
+		if err := env.Client.Create(context.Background(), q); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Client.Delete(context.Background(), q) })
+	}
+}
+
+// cohortOp is a random reconcile of a workspace of tenant own: an
+// admission of 1–5 GPUs planned with Borrow from the cache, or with any
+// loans from anyone, a stop (its
+// place held, its loans ended), a release, or keeping what it holds as a
+// running workspace does (unchecked).
+func cohortOp(rng *rand.Rand, cache client.Client, w *workspacesv1.WorkspaceDeployment, own string, clean bool) ([]Want, []string) {
+	ctx := context.Background()
+	all := map[string]*quotav1alpha1.TenantQuota{}
+	var qs []*quotav1alpha1.TenantQuota
+	counted := map[string]*quotav1alpha1.QuotaCharge{}
+	for _, name := range cohortQuotas {
+		q := &quotav1alpha1.TenantQuota{}
+		if err := cache.Get(ctx, client.ObjectKey{Name: name}, q); err != nil {
+			return nil, nil
+		}
+		all[name] = q
+		qs = append(qs, q)
+		counted[name] = Counted(q, RefOf(w), w.Status.QuotaCharges)
+	}
+	others := func() []string {
+		var out []string
+		for _, name := range cohortQuotas {
+			if name != own {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	op := rng.IntN(8)
+	if op == 2 && !clean {
+		op = 7 // only an admitted workspace keeps its records as they are
+	}
+	switch op {
+	case 0:
+		return nil, cohortQuotas
+	case 1:
+		if counted[own] == nil {
+			return nil, nil
+		}
+		return []Want{{Quota: own, Charge: Held(*counted[own])}}, others()
+	case 2:
+		// As the controller keeps a running workspace's charges: from its
+		// records, as the Sync that admitted it wrote them.
+		var wants []Want
+		var leave []string
+		for _, name := range cohortQuotas {
+			if r := RecordOf(w.Status.QuotaCharges, all[name]); r != nil && !r.Released {
+				wants = append(wants, Want{Quota: name, Charge: recordCharge(RefOf(w), *r)})
+			} else {
+				leave = append(leave, name)
+			}
+		}
+		return wants, leave
+	case 3:
+		// Any plan, however wrong (a cache far behind, another version):
+		// the checks at the write are what keep every limit.
+		c := gpuCharge(w, int64(1+rng.IntN(5)))
+		b := int64(rng.IntN(int(c.GPUs) + 1))
+		p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}}
+		if b > 0 {
+			c.Borrowed = []commonv1.LimitGPUs{{Limit: "gpus", Count: b}}
+			for left := b; left > 0; {
+				lender := others()[rng.IntN(2)]
+				n := 1 + rng.Int64N(left)
+				loan := p.Loans[lender]
+				loan.Namespace, loan.Name, loan.UID, loan.ChargedAt = c.Namespace, c.Name, c.UID, c.ChargedAt
+				if len(loan.Lent) == 0 {
+					loan.Lent = []commonv1.LimitGPUs{{Limit: "gpus"}}
+				}
+				loan.Lent[0].Count += n
+				p.Loans[lender] = loan
+				left -= n
+			}
+		}
+		p.Charges[own] = c
+		wants := p.Wants([]*quotav1alpha1.TenantQuota{all[own]}, true)
+		var leave []string
+		for _, name := range others() {
+			if _, ok := p.Loans[name]; !ok {
+				leave = append(leave, name)
+			}
+		}
+		return wants, leave
+	default:
+		c := gpuCharge(w, int64(1+rng.IntN(5)))
+		p := Borrow([]*quotav1alpha1.TenantQuota{all[own]}, qs, counted, c)
+		wants := p.Wants([]*quotav1alpha1.TenantQuota{all[own]}, true)
+		var leave []string
+		for _, name := range others() {
+			if _, ok := p.Loans[name]; !ok {
+				leave = append(leave, name)
+			}
+		}
+		return wants, leave
+	}
+}
+
+// changeTerms lowers or raises a quota's count, borrowing or lending
+// limit, or takes it out of the cohort and back: never evicting.
+func changeTerms(rng *rand.Rand, name string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		q := &quotav1alpha1.TenantQuota{}
+		if err := env.Client.Get(context.Background(), client.ObjectKey{Name: name}, q); err != nil {
+			return err
+		}
+		l := &q.Spec.Hard.GPUs[0]
+		switch rng.IntN(4) {
+		case 0:
+			l.Count = int64(2 + rng.IntN(7))
+		case 1:
+			l.BorrowingLimit = ptr.To(int64(rng.IntN(4)))
+		case 2:
+			l.LendingLimit = ptr.To(int64(rng.IntN(4)))
+		default:
+			if q.Spec.Cohort == "" {
+				q.Spec.Cohort = "lab"
+			} else {
+				q.Spec.Cohort = ""
+			}
+		}
+		return env.Client.Update(context.Background(), q)
+	})
+}
+
+// measures are what a cohort quota counts of its GPU limit: nominal (its
+// GPUs but those borrowed), borrowed and lent.
+type measures struct{ nominal, borrowed, lent int64 }
+
+func measure(q *quotav1alpha1.TenantQuota) measures {
+	for _, g := range q.Status.Used.GPUs {
+		return measures{g.Count - g.Borrowed, g.Borrowed, g.Lent}
+	}
+	return measures{}
+}
+
+// expectQuotas: (exact, once nothing else writes) each quota's totals
+// are exactly what it counts of every workspace; a measure above its limit
+// (lowered since) never grew.
+func expectQuotas(g Gomega, keys []client.ObjectKey, prev map[string]measures, exact bool) {
+	for _, name := range cohortQuotas {
+		q := getQuota(g, name)
+		if exact {
+			var counted []quotav1alpha1.QuotaCharge
+			for _, k := range keys {
+				w := &workspacesv1.WorkspaceDeployment{}
+				g.Expect(env.Client.Get(context.Background(), k, w)).To(Succeed())
+				if c := Counted(q, RefOf(w), w.Status.QuotaCharges); c != nil {
+					counted = append(counted, *c)
+				}
+			}
+			want := totalsOf(q.Status.Hard, counted).usage(q.Status.Hard)
+			g.Expect(q.Status.Used.GPUs).To(Equal(want.GPUs), "%s: GPUs", name)
+		}
+		if len(q.Status.Hard.GPUs) == 0 {
+			continue
+		}
+		l, m, was := q.Status.Hard.GPUs[0], measure(q), prev[name]
+		borrowing := int64(0)
+		if q.Spec.Cohort != "" {
+			borrowing = ptr.Deref(l.BorrowingLimit, 1<<40)
+		}
+		for _, c := range []struct {
+			what        string
+			now, before int64
+			limit       int64
+		}{
+			{"nominal", m.nominal, was.nominal, l.Count},
+			{"borrowed", m.borrowed, was.borrowed, borrowing},
+			{"lent", m.lent, was.lent, ptr.Deref(l.LendingLimit, 1<<40)},
+		} {
+			if c.now > c.limit {
+				g.Expect(c.now).To(BeNumerically("<=", max(c.before, c.limit)), "%s: %s grew past its limit", name, c.what)
+			}
+		}
+		prev[name] = m
+	}
+}
+
+// expectBacked: the records a workspace's admission wrote borrow exactly
+// what its loans' records lend, and no loan is from its own tenant.
+func expectBacked(g Gomega, key client.ObjectKey, own string) {
+	w := &workspacesv1.WorkspaceDeployment{}
+	g.Expect(env.Client.Get(context.Background(), key, w)).To(Succeed())
+	var borrowed, lent int64
+	for _, r := range w.Status.QuotaCharges {
+		if r.Released {
+			continue
+		}
+		if len(r.Lent) > 0 {
+			g.Expect(r.Quota).NotTo(Equal(own), "%s borrows from its own tenant", w.Name)
+		}
+		borrowed += limitCount(r.Borrowed, "gpus")
+		lent += limitCount(r.Lent, "gpus")
+	}
+	g.Expect(borrowed).To(Equal(lent), "%s: records borrow what its loans lend", w.Name)
+}
+
+// TestPropertyCohortBorrowsWithinEveryLimit runs random admissions
+// (planned with Borrow from a lagging cache), stops, releases, keeps and
+// term changes (count, borrowingLimit, lendingLimit, leaving and joining
+// the cohort) of 12 workspaces of three tenants in one cohort, from four
+// processes over two caches at once, each dying (p = 0.05) before any quota write
+// and between a reconcile's writes. After every step: no quota's nominal use, borrowing or lending grows past its
+// limit; each workspace's records borrow exactly what its loans lend. Once
+// settled, nothing is in flight, the totals are exact and the same holds.
+func TestPropertyCohortBorrowsWithinEveryLimit(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	createCohort(t)
+	caches := []client.Client{replica(t).Client, replica(t).Client}
+	keys := make([]client.ObjectKey, 12)
+	for i := range keys {
+		keys[i] = client.ObjectKeyFromObject(newWorkspace(t, fmt.Sprintf("coh-%d", i)))
+	}
+	clean := make([]bool, len(keys)) // the last reconcile of the workspace admitted it, stopped or released it
+	var mu sync.Mutex                // the quotas' checks, one at a time; the writers race
+	prev := map[string]measures{}
+	var wg sync.WaitGroup
+	died, borrowedSeen, backed := 0, int64(0), 0
+	for p := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pr := newProcess(t, caches[p%2], uint64(300+p), 0.05)
+			gg := NewGomega(func(message string, _ ...int) { t.Error(message) })
+			for range 30 {
+				i := 3*p + pr.rng.IntN(3) // one writer per workspace, as a controller's queue guarantees
+				w := &workspacesv1.WorkspaceDeployment{}
+				if err := env.Client.Get(ctx, keys[i], w); err != nil {
+					t.Error(err)
+					return
+				}
+				if pr.rng.IntN(5) == 0 {
+					if err := changeTerms(pr.rng, cohortQuotas[pr.rng.IntN(3)]); err != nil {
+						t.Error(err)
+					}
+				}
+				wants, leave := cohortOp(pr.rng, pr.cache, w, cohortQuotas[i%3], clean[i])
+				refusal, ok := pr.reconcile(ctx, w, wants, leave)
+				clean[i] = ok && refusal == nil
+				if clean[i] {
+					expectBacked(gg, keys[i], cohortQuotas[i%3])
+				}
+				mu.Lock()
+				expectQuotas(gg, keys, prev, false)
+				for _, name := range cohortQuotas {
+					borrowedSeen = max(borrowedSeen, measure(getQuota(gg, name)).borrowed)
+				}
+				if clean[i] {
+					backed++
+				}
+				mu.Unlock()
+			}
+			mu.Lock()
+			died += pr.died
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	t.Logf("the processes died %d times; %d reconciles admitted, stopped or released; at most %d GPUs borrowed at once by one tenant",
+		died, backed, borrowedSeen)
+	g.Expect(borrowedSeen).To(BeNumerically(">", 0), "the sequences borrowed")
+	calm := newProcess(t, caches[0], 99, 0)
+	for i, k := range keys {
+		w := &workspacesv1.WorkspaceDeployment{}
+		g.Expect(env.Client.Get(ctx, k, w)).To(Succeed())
+		var wants []Want
+		var leave []string
+		for _, name := range cohortQuotas {
+			if c := Counted(getQuota(g, name), RefOf(w), w.Status.QuotaCharges); c != nil {
+				wants = append(wants, Want{Quota: name, Charge: *c})
+			} else {
+				leave = append(leave, name)
+			}
+		}
+		_, ok := calm.reconcile(ctx, w, wants, leave)
+		g.Expect(ok).To(BeTrue(), "workspace %d settles", i)
+	}
+	calm.l.flush()
+	for _, name := range cohortQuotas {
+		g.Expect(getQuota(g, name).Status.Inflight).To(BeEmpty(), "%s: every change settled", name)
+	}
+	expectQuotas(g, keys, prev, true)
+}
+
+// TestBorrowAndReclaim: a tenant borrows what its cohort does not use,
+// within its borrowingLimit and the lenders' lendingLimit; a lender whose
+// own workspace would fit its nominal quota without its loans gets it back
+// by stopping the borrowers (PreemptFor over the loans), the fewest.
+func TestBorrowAndReclaim(t *testing.T) {
+	g := NewWithT(t)
+	lim := func(count int64, borrow, lend *int64) quotav1alpha1.QuotaLimits {
+		return quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "gpus", ResourceName: nv, Count: count,
+			BorrowingLimit: borrow, LendingLimit: lend}}}
+	}
+	a := tenantQuota(lim(2, ptr.To[int64](3), nil))
+	a.Name, a.Spec.Cohort = "a", "lab"
+	b := tenantQuota(lim(4, nil, ptr.To[int64](2)))
+	b.Name, b.Spec.Cohort = "b", "lab"
+	c := tenantQuota(lim(4, nil, nil))
+	c.Name = "c" // not in the cohort: lends nothing
+	ws := func(name string, gpus int64) quotav1alpha1.QuotaCharge {
+		return Request{Namespace: "t", Name: name, UID: types.UID(name), GPUs: gpus, ResourceName: nv}.Charge(fakeNow)
+	}
+	all := []*quotav1alpha1.TenantQuota{a, b, c}
+	own := []*quotav1alpha1.TenantQuota{a}
+
+	// 4 GPUs: 2 of a's own, 2 borrowed from b (its lendingLimit).
+	p := Borrow(own, all, nil, ws("w1", 4))
+	g.Expect(p.Charges["a"].Borrowed).To(Equal([]commonv1.LimitGPUs{{Limit: "gpus", Count: 2}}))
+	g.Expect(p.Loans).To(HaveKey("b"))
+	g.Expect(p.Loans["b"].Lent).To(Equal([]commonv1.LimitGPUs{{Limit: "gpus", Count: 2}}))
+	g.Expect(p.Loans).NotTo(HaveKey("c"))
+	// 5 GPUs: b lends at most 2: nothing is borrowed, the check refuses.
+	p5 := Borrow(own, all, nil, ws("w5", 5))
+	g.Expect(p5.Charges["a"].Borrowed).To(BeEmpty())
+	g.Expect(p5.Loans).To(BeEmpty())
+	g.Expect(Check(a, nil, p5.Charges["a"])).NotTo(BeEmpty())
+
+	// Write the plan of w1 as the Ledger does.
+	at := fakeNow
+	EnsureTotals(a)
+	EnsureTotals(b)
+	_, err := Move(a, RefOf(metaOf("w1")), nil, ptr.To(p.Charges["a"]), at)
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = Move(b, RefOf(metaOf("w1")), nil, ptr.To(p.Loans["b"]), at)
+	g.Expect(err).NotTo(HaveOccurred())
+	Refresh(a)
+	Refresh(b)
+	g.Expect(a.Status.Used.GPUs[0]).To(Equal(quotav1alpha1.GPUUsage{Name: "gpus", Count: 4, Borrowed: 2}))
+	g.Expect(b.Status.Used.GPUs[0]).To(Equal(quotav1alpha1.GPUUsage{Name: "gpus", Count: 2, Lent: 2}))
+	g.Expect(b.Status.Used.Workspaces).To(BeZero(), "a loan takes no place in the lender's count")
+	g.Expect(a.Status.Summary).To(ContainSubstring("gpus/gpus: 4/2 (2 borrowed)"))
+	g.Expect(conditionStatus(a)).To(Equal("True"), "borrowing within its limits is within limits")
+
+	// b's own workspace of 4 does not fit beside its loan; stopping the
+	// borrower gives b its nominal 4 back.
+	mine := ws("b1", 4)
+	g.Expect(Check(b, nil, mine)).NotTo(BeEmpty())
+	loan := *Counted(b, RefOf(metaOf("w1")), nil)
+	pre := PreemptFor(b, nil, nil, []quotav1alpha1.QuotaCharge{loan}, mine)
+	g.Expect(pre.Victims).To(Equal([]int{0}))
+	// A request past b's nominal is not a reclaim: no loan's end makes it fit.
+	g.Expect(PreemptFor(b, nil, nil, []quotav1alpha1.QuotaCharge{loan}, ws("b2", 5)).Victims).To(BeEmpty())
+}
+
+var fakeNow = metav1.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+
+func metaOf(name string) metav1.Object {
+	return &metav1.ObjectMeta{Namespace: "t", Name: name, UID: types.UID(name)}
+}
+
+func conditionStatus(q *quotav1alpha1.TenantQuota) string {
+	if c := conditions.Get(q, quotav1alpha1.WithinLimitsCondition); c != nil {
+		return string(c.Status)
+	}
+	return ""
+}
