@@ -217,8 +217,8 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 			used         resources.Sum
 			limit        *int64
 		}{
-			{"borrowingLimit", mine.borrowed[i], before.borrowed[i], used.borrowed[i], t.borrowingLimit(l)},
-			{"lendingLimit", mine.lent[i], before.lent[i], used.lent[i], l.LendingLimit},
+			{"borrowingLimit", mine.borrowed[i], before.borrowed[i], used.borrowed[i], t.borrowingLimit(l, used.lent[i])},
+			{"lendingLimit", mine.lent[i], before.lent[i], used.lent[i], lendingLimit(l, used.borrowed[i])},
 		} {
 			if part.mine <= part.before || part.limit == nil {
 				continue
@@ -253,11 +253,23 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 }
 
 // borrowingLimit is how many GPUs of a limit the quota's workspaces may
-// borrow: none outside a cohort, unlimited when unset.
-func (t *tally) borrowingLimit(l quotav1alpha1.GPULimit) *int64 {
-	if t.cohort == "" {
+// borrow: none outside a cohort or while it lends some of them (it
+// reclaims them instead), unlimited when unset.
+func (t *tally) borrowingLimit(l quotav1alpha1.GPULimit, lent resources.Sum) *int64 {
+	if t.cohort == "" || lent.Int64() > 0 {
 		zero := int64(0)
 		return &zero
 	}
 	return l.BorrowingLimit
+}
+
+// lendingLimit is how many GPUs of a limit the quota lends at most: none
+// while its workspaces borrow some (they would borrow back what it
+// lends), all of them when unset.
+func lendingLimit(l quotav1alpha1.GPULimit, borrowed resources.Sum) *int64 {
+	if borrowed.Int64() > 0 {
+		zero := int64(0)
+		return &zero
+	}
+	return l.LendingLimit
 }

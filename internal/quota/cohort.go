@@ -111,9 +111,11 @@ func lenderLimit(q *quotav1alpha1.TenantQuota, want quotav1alpha1.GPULimit) int 
 // Borrow plans what a charge borrows to fit the quotas that select its
 // workspace (own): for each GPU limit of an own quota in a cohort that the
 // charge would take past its count, the GPUs beyond it, within the
-// limit's borrowingLimit, from the other members of the cohort (others,
+// limit's borrowingLimit (none while the quota lends some: it reclaims
+// them instead), from the other members of the cohort (others,
 // in name order; quotas that select the workspace lend it nothing), each
-// up to what it does not use of its count and its lendingLimit. A limit
+// up to what it does not use of its count and its lendingLimit (none while
+// it borrows some). A limit
 // the cohort cannot cover borrows nothing: the charge's check refuses it
 // as it would without a cohort. counted is what each quota counts of the
 // workspace now (Counted), by name, which the plan replaces.
@@ -166,7 +168,7 @@ func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c
 		if want.gpus[i] == 0 || need <= 0 {
 			continue
 		}
-		if bl := t.borrowingLimit(l); bl != nil && used.borrowed[i].Int64() > *bl-need {
+		if bl := t.borrowingLimit(l, used.lent[i]); bl != nil && used.borrowed[i].Int64() > *bl-need {
 			continue
 		}
 		takes := map[string]int64{}
@@ -213,8 +215,8 @@ func lendable(q *quotav1alpha1.TenantQuota, j int, prior *quotav1alpha1.QuotaCha
 	}
 	l := t.hard.GPUs[j]
 	room := l.Count - used.nominal(j).Int64()
-	if l.LendingLimit != nil {
-		room = min(room, *l.LendingLimit-used.lent[j].Int64())
+	if ll := lendingLimit(l, used.borrowed[j]); ll != nil {
+		room = min(room, *ll-used.lent[j].Int64())
 	}
 	return max(room, 0)
 }

@@ -179,7 +179,7 @@ func measure(q *quotav1alpha1.TenantQuota) measures {
 
 // expectQuotas: (exact, once nothing else writes) each quota's totals
 // are exactly what it counts of every workspace; a measure above its limit
-// (lowered since) never grew.
+// (lowered since) never grew; no quota borrows and lends at once.
 func expectQuotas(g Gomega, keys []client.ObjectKey, prev map[string]measures, exact bool) {
 	for _, name := range cohortQuotas {
 		q := getQuota(g, name)
@@ -216,6 +216,7 @@ func expectQuotas(g Gomega, keys []client.ObjectKey, prev map[string]measures, e
 				g.Expect(c.now).To(BeNumerically("<=", max(c.before, c.limit)), "%s: %s grew past its limit", name, c.what)
 			}
 		}
+		g.Expect(m.borrowed == 0 || m.lent == 0).To(BeTrue(), "%s borrows %d and lends %d at once", name, m.borrowed, m.lent)
 		prev[name] = m
 	}
 }

@@ -163,6 +163,11 @@ const (
 	// priority class's preemptionPolicy is PreemptLowerPriority); also the
 	// reason of the Normal event that names them.
 	PreemptingReason = "Preempting"
+
+	// ReclaimingReason: the workspace fits its TenantQuota's nominal
+	// share, which the quota lent to its cohort; the borrowers are stopped
+	// once they have run their minimum time (docs/admission.md, "Cohorts").
+	ReclaimingReason = "Reclaiming"
 	// PreemptedReason: the workspace was stopped for one of a higher
 	// priority (a Warning event naming it).
 	PreemptedReason = "Preempted"

@@ -94,7 +94,7 @@ func (r *Reconciler) preemptVictims(ctx context.Context, w *workspaceRun, victim
 	log.FromContext(ctx).Info("preempting lower-priority workspaces", "room", room, "victims", keys)
 	if r.EventRecorder != nil {
 		r.EventRecorder.Eventf(w.obj, nil, corev1.EventTypeNormal, workspacesv1.PreemptingReason, "Preempt",
-			"stopping %d workspace(s) of a lower priority to make room (%s): %s", len(keys), room, reconciler.Enumerate(keys, ", ", 5))
+			"stopping %d workspace(s) to make room (%s): %s", len(keys), room, reconciler.Enumerate(keys, ", ", 5))
 	}
 	return keys, nil
 }
@@ -157,8 +157,7 @@ func (r *Reconciler) victimRule(ctx context.Context, w *workspaceRun, now time.T
 
 // allows reports whether s may be stopped for the preemptor.
 func (v *victimRule) allows(ctx context.Context, s *workspacesv1.WorkspaceDeployment) bool {
-	if s == nil || s.UID == v.preemptor.UID || !delivered(s) || !s.DeletionTimestamp.IsZero() ||
-		(s.Spec.Lifecycle != nil && s.Spec.Lifecycle.Stopped) || s.Status.Admission == nil || lifecycle.Priority(s) >= lifecycle.Priority(v.preemptor) {
+	if !v.running(s) || lifecycle.Priority(s) >= lifecycle.Priority(v.preemptor) {
 		return false
 	}
 	if s.Namespace != v.preemptor.Namespace {
@@ -171,6 +170,26 @@ func (v *victimRule) allows(ctx context.Context, s *workspacesv1.WorkspaceDeploy
 			return false
 		}
 	}
+	return v.ranLongEnough(ctx, s)
+}
+
+// reclaims reports whether a borrower s may be stopped to give its loan
+// back to the preemptor's quota: whatever its tenant and priority, once it
+// ran its minimum time (docs/admission.md, "Cohorts").
+func (v *victimRule) reclaims(ctx context.Context, s *workspacesv1.WorkspaceDeployment) bool {
+	return v.running(s) && v.ranLongEnough(ctx, s)
+}
+
+// running reports whether s runs, and is not the preemptor: delivered, not
+// stopping, not asked to stop, not being deleted, admitted.
+func (v *victimRule) running(s *workspacesv1.WorkspaceDeployment) bool {
+	return s != nil && s.UID != v.preemptor.UID && delivered(s) && s.DeletionTimestamp.IsZero() &&
+		(s.Spec.Lifecycle == nil || !s.Spec.Lifecycle.Stopped) && s.Status.Admission != nil
+}
+
+// ranLongEnough reports whether s has run the minimum runtime of its
+// priority class since its admission; next notes when it will have.
+func (v *victimRule) ranLongEnough(ctx context.Context, s *workspacesv1.WorkspaceDeployment) bool {
 	name := ""
 	if s.Status.Priority != nil {
 		name = s.Status.Priority.ClassName

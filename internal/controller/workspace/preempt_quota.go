@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,8 +30,7 @@ import (
 // refused. preempting is set when the workspace waits for a preemption.
 func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quotas []*quotav1alpha1.TenantQuota,
 	refusal *quota.Refusal, charge quotav1alpha1.QuotaCharge) (res stepResult, preempting bool, err error) {
-	pc := w.priorityClass
-	if pc == nil || pc.PreemptionPolicy != workspacesv1.PreemptLowerPriority || refusal == nil || refusal.Full {
+	if refusal == nil || refusal.Full {
 		return proceed, false, nil
 	}
 	var q *quotav1alpha1.TenantQuota
@@ -39,7 +39,9 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 			q = o
 		}
 	}
-	if q == nil {
+	pc := w.priorityClass
+	preempts := pc != nil && pc.PreemptionPolicy == workspacesv1.PreemptLowerPriority
+	if q == nil || (!preempts && !lends(q)) {
 		return proceed, false, nil
 	}
 	defer r.quotaPreemptions.Lock(q.Name)()
@@ -61,7 +63,9 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	type candidate struct {
 		obj    *workspacesv1.WorkspaceDeployment
 		charge quotav1alpha1.QuotaCharge
+		loan   bool
 	}
+	loansHeld := false
 	var gone []quotav1alpha1.QuotaCharge
 	var mine []string
 	var cands []candidate
@@ -77,14 +81,27 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 			if stoppingFor(s, key) {
 				mine = append(mine, client.ObjectKeyFromObject(s).String())
 			}
-		case allow.allows(ctx, s):
+		case quota.IsLoan(counted[0]):
+			loansHeld = true
+			if allow.reclaims(ctx, s) {
+				cands = append(cands, candidate{obj: s, charge: counted[0], loan: true})
+			}
+		case preempts && allow.allows(ctx, s):
 			cands = append(cands, candidate{obj: s, charge: counted[0]})
 		}
 	}
 	if allow.err != nil {
 		return stopWith(0), false, allow.err
 	}
+	// Loans first (Kueue's order: borrowers before the quota's own), then
+	// the lowest priority, then the youngest.
 	slices.SortStableFunc(cands, func(a, b candidate) int {
+		if a.loan != b.loan {
+			if a.loan {
+				return -1
+			}
+			return 1
+		}
 		return admission.VictimOrder(lifecycle.Priority(a.obj), a.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(a.obj).String(),
 			lifecycle.Priority(b.obj), b.obj.Status.Admission.AdmittedAt.Time, client.ObjectKeyFromObject(b.obj).String())
 	})
@@ -100,25 +117,60 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	if len(p.Victims) == 0 {
 		if p.Freeing && len(mine) > 0 {
 			slices.Sort(mine)
-			return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, mine)), true, nil
+			return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage("room in TenantQuota "+strconv.Quote(q.Name), mine)), true, nil
 		}
 		if !allow.next.IsZero() {
 			w.retry = sooner(w.retry, allow.next.Sub(now)+time.Second)
+			if loansHeld && fitsWithoutLoans(q, self, charge) {
+				// The lender's nominal share comes back once the borrowers
+				// ran their minimum time: say when.
+				res := r.quotaWait(w, workspacesv1.ReclaimingReason, fmt.Sprintf(
+					"Waiting for the GPUs TenantQuota %q lent to its cohort: the borrowers are stopped once they ran their minimum time, from %s",
+					q.Name, allow.next.UTC().Format(time.RFC3339)))
+				return res, true, nil
+			}
 		}
 		return proceed, false, nil
 	}
 	victims := make([]*workspacesv1.WorkspaceDeployment, len(p.Victims))
+	reclaim := false
 	for i, j := range p.Victims {
 		victims[i] = cands[j].obj
+		reclaim = reclaim || cands[j].loan
 	}
-	keys, err := r.preemptVictims(ctx, w, victims, now, "room in TenantQuota "+q.Name)
+	room := "room in TenantQuota " + strconv.Quote(q.Name)
+	if reclaim {
+		room = "the GPUs TenantQuota " + strconv.Quote(q.Name) + " lent to its cohort"
+	}
+	keys, err := r.preemptVictims(ctx, w, victims, now, room)
 	if err != nil {
 		return stopWith(0), false, err
 	}
-	return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(q.Name, keys)), true, nil
+	return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(room, keys)), true, nil
 }
 
-func preemptingMessage(quotaName string, victims []string) string {
-	return fmt.Sprintf("Waiting for room in TenantQuota %q: stopping %d workspace(s) of a lower priority to make room: %s",
-		quotaName, len(victims), reconciler.Enumerate(victims, ", ", 5))
+// lends reports whether a quota lends GPUs to its cohort now.
+func lends(q *quotav1alpha1.TenantQuota) bool {
+	for _, g := range q.Status.Used.GPUs {
+		if g.Lent > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// fitsWithoutLoans reports whether a charge would fit a quota were every
+// loan it made given back: a lender's claim on its nominal share.
+func fitsWithoutLoans(q *quotav1alpha1.TenantQuota, self *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) bool {
+	back := q.DeepCopy()
+	for i := range back.Status.Used.GPUs {
+		g := &back.Status.Used.GPUs[i]
+		g.Count, g.Lent = max(g.Count-g.Lent, 0), 0
+	}
+	return len(quota.Check(back, self, c)) == 0
+}
+
+func preemptingMessage(room string, victims []string) string {
+	return fmt.Sprintf("Waiting for %s: stopping %d workspace(s) to make room: %s",
+		room, len(victims), reconciler.Enumerate(victims, ", ", 5))
 }

@@ -56,11 +56,14 @@ func (r *Reconciler) reserveQuotas(ctx context.Context, w *workspaceRun, quotas 
 	charge := req.Charge(metav1.NewTime(r.now()))
 	names := make([]string, 0, len(quotas))
 	var grows []*quotav1alpha1.TenantQuota
-	var wants []quota.Want
-	for _, q := range quotas {
+	wants, err := r.admissionWants(ctx, obj, quotas, charge)
+	if err != nil {
+		return stopWith(0), err
+	}
+	for _, want := range wants[:len(quotas)] {
+		q := quotas[len(names)]
 		names = append(names, q.Name)
-		wants = append(wants, quota.Want{Quota: q.Name, Charge: charge, Check: true})
-		if old := quota.Counted(q, quota.RefOf(obj), obj.Status.QuotaCharges); old == nil || !quota.SameAmounts(*old, charge) {
+		if old := quota.Counted(q, quota.RefOf(obj), obj.Status.QuotaCharges); old == nil || !quota.SameAmounts(*old, want.Charge) {
 			grows = append(grows, q)
 		}
 	}
@@ -112,9 +115,9 @@ func (r *Reconciler) keepQuotas(ctx context.Context, w *workspaceRun, quotas []*
 	default:
 		charge = quota.AdmissionRequest(obj, a).Charge(a.AdmittedAt)
 	}
-	var wants []quota.Want
-	for _, q := range quotas {
-		wants = append(wants, quota.Want{Quota: q.Name, Charge: charge})
+	wants, err := r.keptWants(ctx, obj, quotas, charge, held)
+	if err != nil {
+		return err
 	}
 	if _, err := r.syncQuotas(ctx, w, wants); err != nil {
 		return fmt.Errorf("counting the workspace in its TenantQuotas: %w", err)

@@ -1,0 +1,120 @@
+package workspace_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
+	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	workspacesv1 "github.com/apiaryhq/apiary/api/workspaces/v1"
+	"github.com/apiaryhq/apiary/internal/controller/controllertest"
+	"github.com/apiaryhq/apiary/test/standin"
+)
+
+// cohortQuota creates a TenantQuota of one namespace in a cohort, on GPUs
+// of a model.
+func cohortQuota(t *testing.T, ns, cohort, model string, limit quotav1alpha1.GPULimit) *quotav1alpha1.TenantQuota {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := context.Background()
+	nsObj := &corev1.Namespace{}
+	g.Expect(controllertest.Env.Client.Get(ctx, client.ObjectKey{Name: ns}, nsObj)).To(Succeed())
+	controllertest.UpdateSpec(g, nsObj, func(n *corev1.Namespace) { n.Labels["tenant"] = ns })
+	limit.Name, limit.ResourceName, limit.GPUModel = "gpus", "nvidia.com/gpu", model
+	q := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: ns}, Spec: quotav1alpha1.TenantQuotaSpec{
+		NamespaceSelector: metav1.LabelSelector{MatchLabels: map[string]string{"tenant": ns}},
+		Cohort:            cohort,
+		Hard:              quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{limit}},
+	}}
+	g.Expect(controllertest.Env.Client.Create(ctx, q)).To(Succeed())
+	t.Cleanup(func() { _ = controllertest.Env.Client.Delete(context.Background(), q) })
+	return q
+}
+
+// TestCohortBorrowsWithinLimitsAndReclaims: tenants a (2 GPUs, borrowing
+// at most 2) and b (4 GPUs, lending at most 2) form a cohort on one
+// cluster of 8 GPUs. a's workspace of 4 runs on 2 GPUs of its own and 2
+// borrowed from b, recorded on both quotas and on its status; a's next
+// GPU waits (its borrowing limit and b's lending limit are reached). b's
+// workspace of 4 needs its nominal share back: it waits, Reclaiming, until
+// the borrower has run its minimum runtime, then stops it (Preempted,
+// named in a Warning event, its volume kept) and runs; the borrower's loan
+// ends, and it queues again. a's waiting GPU then fits a's own share.
+func TestCohortBorrowsWithinLimitsAndReclaims(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := controllertest.Env.NewNamespace(t, "coh-a")
+	b := controllertest.Env.NewNamespace(t, "coh-b")
+	controllertest.ReadyCluster(t, a, "c1")
+	class := controllertest.HubClass(t, a, "hub", nil)
+	model := "L4-" + a
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, a+"-l4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
+	qa := cohortQuota(t, a, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 2, BorrowingLimit: ptr.To[int64](2)})
+	qb := cohortQuota(t, b, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 4, LendingLimit: ptr.To[int64](2)})
+	guarded := preemptingClass(t, a, "guarded", 0, workspacesv1.PreemptNever, 6*time.Second)
+	workspace := func(ns, name string, gpus int64) *workspacesv1.WorkspaceDeployment {
+		w := gpuWorkspace(ns, uniq(ns, name), class.Name, "c1", model, int32(gpus))
+		w.Spec.ClusterDeploymentRef.Namespace = a
+		return w
+	}
+
+	borrower := workspace(a, "big", 4)
+	borrower.Spec.PriorityClassName = guarded
+	keyBig := controllertest.CreateWorkspace(t, borrower)
+	running := controllertest.EventuallyRunning(t, keyBig)
+	var before controllertest.HubRelease
+	g.Eventually(func(g Gomega) { before = controllertest.ReadHubRelease(g, running) }, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTenantQuota(g, qa.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 4, Borrowed: 2}}))
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 2, Lent: 2}}))
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.Workspaces).To(BeZero(), "a loan takes no place in the lender's count")
+		g.Expect(getTenantQuota(g, qa.Name).Status.Summary).To(Equal("gpus/gpus: 4/2 (2 borrowed), workspaces: 1"))
+		w := controllertest.GetWorkspace(g, keyBig)
+		var lent, borrowed []commonv1.LimitGPUs
+		for _, r := range w.Status.QuotaCharges {
+			lent, borrowed = append(lent, r.Lent...), append(borrowed, r.Borrowed...)
+		}
+		g.Expect(borrowed).To(Equal([]commonv1.LimitGPUs{{Limit: "gpus", Count: 2}}))
+		g.Expect(lent).To(Equal([]commonv1.LimitGPUs{{Limit: "gpus", Count: 2}}))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	keySmall := controllertest.CreateWorkspace(t, workspace(a, "small", 1))
+	w := controllertest.EventuallyPhase(t, keySmall, workspacesv1.PhaseWaiting)
+	g.Expect(controllertest.Condition(w, workspacesv1.QuotaReservedCondition).Reason).To(Equal(workspacesv1.QuotaExceededReason))
+
+	keyLender := controllertest.CreateWorkspace(t, workspace(b, "own", 4))
+	g.Eventually(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, keyLender)
+		c := controllertest.Condition(w, workspacesv1.QuotaReservedCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(workspacesv1.ReclaimingReason))
+		g.Expect(c.Message).To(ContainSubstring(`the GPUs TenantQuota "` + qb.Name + `" lent to its cohort`))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed(), "the lender waits for the borrower's minimum runtime, and says so")
+
+	controllertest.EventuallyRunning(t, keyLender)
+	g.Eventually(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, keyBig)
+		g.Expect(w.Status.Lifecycle).NotTo(BeNil())
+		g.Expect(w.Status.Lifecycle.Preemption).NotTo(BeNil())
+		g.Expect(w.Status.Lifecycle.Preemption.At.Time.Sub(running.Status.Admission.AdmittedAt.Time)).To(BeNumerically(">=", 6*time.Second),
+			"not before the borrower's minimum runtime")
+		g.Expect(w.Status.Lifecycle.StopReason).To(Equal(workspacesv1.StopPreempted))
+		g.Expect(w.Status.Lifecycle.Preemption.By).To(Equal(keyLender.String()))
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseWaiting), "it queues again on its own")
+		g.Expect(controllertest.ReadHubRelease(g, w).PVC.UID).To(Equal(before.PVC.UID), "the volume claim is kept")
+		g.Expect(warningNotes(g, a, keyBig.Name, workspacesv1.PreemptedReason)).To(ContainElement(ContainSubstring(keyLender.String())))
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 4}}), "b has its 4 back")
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	controllertest.EventuallyRunning(t, keySmall)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTenantQuota(g, qa.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 1}}))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+}
