@@ -108,29 +108,68 @@ func newBenchFleet(clusters, waitingPerCluster, quotas int, priorities []int32) 
 // over the fleet, so that each queue is re-sorted by priority; preemption
 // with the same priorities, every waiting workspace then looking for
 // lower-priority workspaces to stop (Preempt), as one whose priority class
-// preempts does.
+// preempts does; cohort with the same again, the quotas in one cohort
+// (joinCohort), every waiter planning what it borrows (quota.Borrow over
+// the 10 quotas) and checking its loans with their lenders.
 //
 //	go test ./internal/admission -run '^$' -bench AdmissionDecisions -benchtime 3s
 func BenchmarkAdmissionDecisions(b *testing.B) {
-	b.Run("fifo", func(b *testing.B) { benchAdmissionDecisions(b, nil, false) })
-	b.Run("priorities", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, false) })
-	b.Run("preemption", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, true) })
+	b.Run("fifo", func(b *testing.B) { benchAdmissionDecisions(b, nil, false, false) })
+	b.Run("priorities", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, false, false) })
+	b.Run("preemption", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, true, false) })
+	b.Run("cohort", func(b *testing.B) { benchAdmissionDecisions(b, []int32{0, 100, -10, 1000}, true, true) })
 }
 
-func benchAdmissionDecisions(b *testing.B, priorities []int32, preempt bool) {
+// joinCohort puts the fleet's quotas in one cohort: the even ones full (a
+// nominal count of what they hold), the odd ones with room to lend, so
+// that every waiter of an even quota borrows.
+func (f *benchFleet) joinCohort() {
+	for i, q := range f.quotas {
+		q.Spec.Cohort = "fleet"
+		for j := range q.Spec.Hard.GPUs {
+			used := q.Status.Used.GPUs[j].Count
+			q.Spec.Hard.GPUs[j].Count = used
+			if i%2 == 1 {
+				q.Spec.Hard.GPUs[j].Count = used + 100000
+			}
+		}
+		q.Status.Hard = *q.Spec.Hard.DeepCopy()
+	}
+}
+
+func benchAdmissionDecisions(b *testing.B, priorities []int32, preempt, cohort bool) {
 	f := newBenchFleet(50, 20, 10, priorities)
 	if len(f.waiters) != 1000 {
 		b.Fatalf("%d waiters", len(f.waiters))
 	}
+	byName := map[string]*quotav1alpha1.TenantQuota{}
+	for _, q := range f.quotas {
+		byName[q.Name] = q
+	}
+	if cohort {
+		f.joinCohort()
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	waits := 0
+	waits, borrowed := 0, 0
 	for i := range b.N {
 		w := f.waiters[i%len(f.waiters)]
 		d := Decide(f.clusters[w.cluster], w.key, StrictFIFO)
 		q := f.quotas[w.quota]
-		if len(quota.Ahead(q, nil, w.older, w.charge)) == 0 {
-			_ = quota.Check(q, nil, w.charge)
+		charge := w.charge
+		if cohort {
+			own := []*quotav1alpha1.TenantQuota{q}
+			p := quota.Borrow(own, f.quotas, nil, w.charge)
+			charge = p.Charges[q.Name]
+			for name, loan := range p.Loans {
+				_ = quota.Check(byName[name], nil, loan)
+			}
+			if len(p.Loans) > 0 {
+				borrowed++
+			}
+		}
+		if len(quota.Ahead(q, nil, w.older, charge)) == 0 {
+			_ = quota.Check(q, nil, charge)
 		}
 		if d.Outcome == Wait {
 			waits++
@@ -142,6 +181,9 @@ func benchAdmissionDecisions(b *testing.B, priorities []int32, preempt bool) {
 	b.StopTimer()
 	if waits != b.N {
 		b.Fatalf("%d of %d decisions waited; every workspace of the fleet should", waits, b.N)
+	}
+	if cohort && borrowed < b.N/2 {
+		b.Fatalf("%d of %d decisions borrowed; every waiter of an even quota should", borrowed, b.N)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "decisions/s")
 }

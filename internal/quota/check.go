@@ -217,7 +217,7 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 			used         resources.Sum
 			limit        *int64
 		}{
-			{"borrowingLimit", mine.borrowed[i], before.borrowed[i], used.borrowed[i], t.borrowingLimit(l, used.lent[i])},
+			{"borrowingLimit", mine.borrowed[i], before.borrowed[i], used.borrowed[i], borrowingLimit(t.cohort, l, used.lent[i])},
 			{"lendingLimit", mine.lent[i], before.lent[i], used.lent[i], lendingLimit(l, used.borrowed[i])},
 		} {
 			if part.mine <= part.before || part.limit == nil {
@@ -255,8 +255,8 @@ func (t *tally) growth(c quotav1alpha1.QuotaCharge) []limitGrowth {
 // borrowingLimit is how many GPUs of a limit the quota's workspaces may
 // borrow: none outside a cohort or while it lends some of them (it
 // reclaims them instead), unlimited when unset.
-func (t *tally) borrowingLimit(l quotav1alpha1.GPULimit, lent resources.Sum) *int64 {
-	if t.cohort == "" || lent.Int64() > 0 {
+func borrowingLimit(cohort string, l quotav1alpha1.GPULimit, lent resources.Sum) *int64 {
+	if cohort == "" || lent.Int64() > 0 {
 		zero := int64(0)
 		return &zero
 	}

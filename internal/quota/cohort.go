@@ -156,19 +156,16 @@ func Borrow(own, others []*quotav1alpha1.TenantQuota, counted map[string]*quotav
 // from lenders and adding it to lent.
 func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge,
 	lenders []*quotav1alpha1.TenantQuota, counted map[string]*quotav1alpha1.QuotaCharge, lent map[string]map[string]int64) []commonv1.LimitGPUs {
-	t := newTally(q, priors(prior)...)
-	used := t.used.clone()
-	if prior != nil {
-		used.put(amountsOf(t.hard, prior), -1)
-	}
-	want := amountsOf(t.hard, &c)
+	hard := q.Spec.Hard
+	used := usedWithout(q, prior)
+	want := amountsOf(hard, &c)
 	var out []commonv1.LimitGPUs
-	for i, l := range t.hard.GPUs {
+	for i, l := range hard.GPUs {
 		need := want.gpus[i] - max(l.Count-used.nominal(i).Int64(), 0)
 		if want.gpus[i] == 0 || need <= 0 {
 			continue
 		}
-		if bl := t.borrowingLimit(l, used.lent[i]); bl != nil && used.borrowed[i].Int64() > *bl-need {
+		if bl := borrowingLimit(q.Spec.Cohort, l, used.lent[i]); bl != nil && used.borrowed[i].Int64() > *bl-need {
 			continue
 		}
 		takes := map[string]int64{}
@@ -208,15 +205,25 @@ func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c
 // it counts prior of now: what it does not use of the count, within its
 // lendingLimit.
 func lendable(q *quotav1alpha1.TenantQuota, j int, prior *quotav1alpha1.QuotaCharge) int64 {
-	t := newTally(q, priors(prior)...)
-	used := t.used.clone()
-	if prior != nil {
-		used.put(amountsOf(t.hard, prior), -1)
-	}
-	l := t.hard.GPUs[j]
+	used := usedWithout(q, prior)
+	l := q.Spec.Hard.GPUs[j]
 	room := l.Count - used.nominal(j).Int64()
 	if ll := lendingLimit(l, used.borrowed[j]); ll != nil {
 		room = min(room, *ll-used.lent[j].Int64())
 	}
 	return max(room, 0)
+}
+
+// usedWithout is what a quota, not recounting, counts against its spec's
+// limits of every workspace but the one it counts prior of.
+func usedWithout(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge) totals {
+	if !q.Status.Totals {
+		q = q.DeepCopy()
+		EnsureTotals(q)
+	}
+	used := usedTotals(q)
+	if prior != nil {
+		used.put(amountsOf(q.Spec.Hard, prior), -1)
+	}
+	return used
 }
