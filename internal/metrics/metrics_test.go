@@ -232,7 +232,11 @@ func TestStateFromTheCache(t *testing.T) {
 		Hard: quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "h100", Count: 8}, {Name: "any", Count: 16}}}}}
 	q.Status.Hard = *q.Spec.Hard.DeepCopy()
 	q.Status.Used.GPUs = []quotav1alpha1.GPUUsage{{Name: "h100", Count: 6}}
-	c := fake.NewClientBuilder().WithScheme(apiaryscheme.New()).WithObjects(running, failed, unadmitted, colony, q,
+	lender := &quotav1alpha1.TenantQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-b"}, Spec: quotav1alpha1.TenantQuotaSpec{Cohort: "lab",
+		Hard: quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "h100", Count: 4}}}}}
+	lender.Status.Hard = *lender.Spec.Hard.DeepCopy()
+	lender.Status.Used.GPUs = []quotav1alpha1.GPUUsage{{Name: "h100", Count: 3, Lent: 2}}
+	c := fake.NewClientBuilder().WithScheme(apiaryscheme.New()).WithObjects(running, failed, unadmitted, colony, q, lender,
 		waitingWorkspace("w1", workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason),
 		waitingWorkspace("w2", workspacesv1.QuotaReservedCondition, workspacesv1.QuotaExceededReason),
 		waitingWorkspace("w3", workspacesv1.GPUCapacityCondition, workspacesv1.WaitingBehindOlderReason),
@@ -255,13 +259,18 @@ apiary_gpus_capacity{cluster_deployment="state/c1",resource="nvidia.com/gpu"} 12
 # TYPE apiary_tenantquota_gpus_used gauge
 apiary_tenantquota_gpus_used{limit="any",tenantquota="team-a"} 0
 apiary_tenantquota_gpus_used{limit="h100",tenantquota="team-a"} 6
+apiary_tenantquota_gpus_used{limit="h100",tenantquota="team-b"} 3
+# HELP apiary_tenantquota_gpus_lent GPUs of a TenantQuota's GPU limit lent to other members of its cohort.
+# TYPE apiary_tenantquota_gpus_lent gauge
+apiary_tenantquota_gpus_lent{limit="h100",tenantquota="team-b"} 2
 # HELP apiary_workspaces_waiting WorkspaceDeployments in phase Waiting, by the reason of the GPU gate or quota that holds them.
 # TYPE apiary_workspaces_waiting gauge
 apiary_workspaces_waiting{reason="GpuCapacityFragmented"} 0
 apiary_workspaces_waiting{reason="QuotaExceeded"} 1
 apiary_workspaces_waiting{reason="WaitingBehindOlderWorkspaces"} 2
 apiary_workspaces_waiting{reason="WaitingForGpuCapacity"} 0
-`), "apiary_gpus_admitted", "apiary_gpus_capacity", "apiary_tenantquota_gpus_used", "apiary_workspaces_waiting")).To(Succeed())
+`), "apiary_gpus_admitted", "apiary_gpus_capacity", "apiary_tenantquota_gpus_used", "apiary_tenantquota_gpus_lent", "apiary_workspaces_waiting")).To(Succeed())
+	g.Expect(series(gathered(g)["apiary_tenantquota_gpus_borrowed"], nil)).To(HaveLen(1), "only for quotas in a cohort or holding loans")
 	fams := gathered(g)
 	g.Expect(series(fams["apiary_workspaces"], map[string]string{"phase": "Running"})[0].GetGauge().GetValue()).To(Equal(2.0))
 	g.Expect(series(fams["apiary_workspaces"], map[string]string{"phase": "Deploying"})[0].GetGauge().GetValue()).To(Equal(0.0))

@@ -73,8 +73,10 @@ var state = &stateCollector{
 		"cluster_deployment", "resource"),
 	gpusCapacity: desc("gpus_capacity", "GPUs the schedulable nodes of a cluster offer, from its Colony's GPU inventory.",
 		"cluster_deployment", "resource"),
-	quotaGPUsUsed: desc("tenantquota_gpus_used", "GPUs of a TenantQuota's GPU limit that admitted workspaces use.", "tenantquota", "limit"),
-	quotaGPUsHard: desc("tenantquota_gpus_hard", "The GPU limits a TenantQuota enforces (status.hard).", "tenantquota", "limit"),
+	quotaGPUsUsed:     desc("tenantquota_gpus_used", "GPUs of a TenantQuota's GPU limit that admitted workspaces use.", "tenantquota", "limit"),
+	quotaGPUsHard:     desc("tenantquota_gpus_hard", "The GPU limits a TenantQuota enforces (status.hard).", "tenantquota", "limit"),
+	quotaGPUsBorrowed: desc("tenantquota_gpus_borrowed", "GPUs of a TenantQuota's GPU limit that its workspaces borrow from its cohort.", "tenantquota", "limit"),
+	quotaGPUsLent:     desc("tenantquota_gpus_lent", "GPUs of a TenantQuota's GPU limit lent to other members of its cohort.", "tenantquota", "limit"),
 	tenantGPUSeconds: desc("tenant_gpu_seconds_total", "GPU-seconds a TenantQuota's workspaces held (counted on its status and held now), by GPU resource and model.",
 		"tenant", "resource", "model"),
 	tenantCPUSeconds:    desc("tenant_cpu_seconds_total", "CPU core-seconds a TenantQuota's workspaces held.", "tenant"),
@@ -90,6 +92,7 @@ type stateCollector struct {
 
 	workspaces, waiting, gpusAdmitted, gpusFree, gpusCapacity *prometheus.Desc
 	quotaGPUsUsed, quotaGPUsHard, cachesOpen, unreachable     *prometheus.Desc
+	quotaGPUsBorrowed, quotaGPUsLent                          *prometheus.Desc
 
 	tenantGPUSeconds, tenantCPUSeconds, tenantMemorySeconds *prometheus.Desc
 	// counted is the last value of each usage counter reported: a scrape
@@ -101,7 +104,7 @@ type stateCollector struct {
 // Describe implements prometheus.Collector.
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workspaces, c.waiting, c.gpusAdmitted, c.gpusFree, c.gpusCapacity,
-		c.quotaGPUsUsed, c.quotaGPUsHard, c.cachesOpen, c.unreachable, c.tenantGPUSeconds, c.tenantCPUSeconds, c.tenantMemorySeconds} {
+		c.quotaGPUsUsed, c.quotaGPUsHard, c.quotaGPUsBorrowed, c.quotaGPUsLent, c.cachesOpen, c.unreachable, c.tenantGPUSeconds, c.tenantCPUSeconds, c.tenantMemorySeconds} {
 		ch <- d
 	}
 }
@@ -237,13 +240,18 @@ func (c *stateCollector) collectQuotas(ctx context.Context, r client.Reader, ch 
 	for i := range list.Items {
 		q := &list.Items[i]
 		c.collectUsage(ch, q, members[q.Name], now)
-		used := map[string]int64{}
+		used := map[string]quotav1alpha1.GPUUsage{}
 		for _, u := range q.Status.Used.GPUs {
-			used[u.Name] = u.Count
+			used[u.Name] = u
 		}
 		for _, l := range q.Status.Hard.GPUs {
+			u := used[l.Name]
 			gauge(c.quotaGPUsHard, float64(l.Count), q.Name, l.Name)
-			gauge(c.quotaGPUsUsed, float64(used[l.Name]), q.Name, l.Name)
+			gauge(c.quotaGPUsUsed, float64(u.Count), q.Name, l.Name)
+			if q.Spec.Cohort != "" || u.Borrowed > 0 || u.Lent > 0 {
+				gauge(c.quotaGPUsBorrowed, float64(u.Borrowed), q.Name, l.Name)
+				gauge(c.quotaGPUsLent, float64(u.Lent), q.Name, l.Name)
+			}
 		}
 	}
 }
