@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fluxcd/pkg/runtime/conditions"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -117,4 +118,61 @@ func TestCohortBorrowsWithinLimitsAndReclaims(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(getTenantQuota(g, qa.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 1}}))
 	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+}
+
+// TestCohortChangesNeverEvict: while a's workspace runs on 2 GPUs borrowed
+// from b, a's borrowingLimit is lowered to 0 and b leaves the cohort. The
+// borrower runs on, its loan kept where it is; a reads
+// WithinLimits=False naming its borrowing limit, and a new workspace of a
+// that would borrow waits. Once the borrower stops, its loan ends, and b,
+// out of the cohort, lends nothing again.
+func TestCohortChangesNeverEvict(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	a := controllertest.Env.NewNamespace(t, "cohchg-a")
+	b := controllertest.Env.NewNamespace(t, "cohchg-b")
+	controllertest.ReadyCluster(t, a, "c1")
+	class := controllertest.HubClass(t, a, "hub", nil)
+	model := "T4-" + a
+	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, a+"-t4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
+	qa := cohortQuota(t, a, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 2})
+	qb := cohortQuota(t, b, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 4})
+	workspace := func(ns, name string, gpus int32) *workspacesv1.WorkspaceDeployment {
+		w := gpuWorkspace(ns, uniq(ns, name), class.Name, "c1", model, gpus)
+		w.Spec.ClusterDeploymentRef.Namespace = a
+		return w
+	}
+	keyBig := controllertest.CreateWorkspace(t, workspace(a, "big", 4))
+	controllertest.EventuallyRunning(t, keyBig)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 2, Lent: 2}}))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+
+	cur := getTenantQuota(g, qa.Name)
+	controllertest.UpdateSpec(g, cur, func(q *quotav1alpha1.TenantQuota) { q.Spec.Hard.GPUs[0].BorrowingLimit = ptr.To[int64](0) })
+	cur = getTenantQuota(g, qb.Name)
+	controllertest.UpdateSpec(g, cur, func(q *quotav1alpha1.TenantQuota) { q.Spec.Cohort = "" })
+	g.Eventually(func(g Gomega) {
+		c := conditions.Get(getTenantQuota(g, qa.Name), quotav1alpha1.WithinLimitsCondition)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Message).To(ContainSubstring(`gpus "gpus" borrowingLimit`))
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+	keyMore := controllertest.CreateWorkspace(t, workspace(a, "more", 1))
+	controllertest.EventuallyPhase(t, keyMore, workspacesv1.PhaseWaiting)
+	g.Consistently(func(g Gomega) {
+		w := controllertest.GetWorkspace(g, keyBig)
+		g.Expect(w.Status.Phase).To(Equal(workspacesv1.PhaseRunning))
+		g.Expect(w.Status.Lifecycle).To(BeNil(), "no stop was written")
+		g.Expect(getTenantQuota(g, qa.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 4, Borrowed: 2}}))
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 2, Lent: 2}}))
+	}, 3*time.Second, 200*time.Millisecond).Should(Succeed(), "lowering a limit and leaving the cohort evict nothing")
+
+	controllertest.SetStopped(t, keyBig, true)
+	controllertest.EventuallyStopped(t, keyBig)
+	g.Eventually(func(g Gomega) {
+		g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs).To(Equal([]quotav1alpha1.GPUUsage{{Name: "gpus", Count: 0}}), "the stop ended the loan")
+	}, controllertest.Timeout, 200*time.Millisecond).Should(Succeed())
+	controllertest.EventuallyRunning(t, keyMore)
+	g.Expect(getTenantQuota(g, qb.Name).Status.Used.GPUs[0].Lent).To(BeZero())
 }
