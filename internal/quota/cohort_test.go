@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -400,4 +401,100 @@ func conditionStatus(q *quotav1alpha1.TenantQuota) string {
 		return string(c.Status)
 	}
 	return ""
+}
+
+// TestPropertyALenderGetsItsShareBack: on 2,000 random lenders (a count,
+// a lending limit, charges of its own and loans to workspaces of the
+// cohort, each written as the Ledger writes it, within every limit), a
+// charge of its own that the quota refuses but would fit were its loans
+// given back always finds borrowers whose stop makes it fit (PreemptFor
+// with the loans as candidates), and no victim is needless; one that would
+// not fit even then stops no one. And Borrow plans the same loans whatever
+// the order it is given the cohort's quotas in.
+func TestPropertyALenderGetsItsShareBack(t *testing.T) {
+	g := NewWithT(t)
+	rng := rand.New(rand.NewPCG(34, 7))
+	reclaims := 0
+	for n := range 2000 {
+		count := int64(1 + rng.IntN(8))
+		q := tenantQuota(quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "gpus", ResourceName: nv, Count: count}}})
+		q.Name, q.Spec.Cohort = "lender", "lab"
+		if rng.IntN(2) == 0 {
+			q.Spec.Hard.GPUs[0].LendingLimit = ptr.To(int64(rng.IntN(int(count) + 1)))
+		}
+		EnsureTotals(q)
+		var loans []quotav1alpha1.QuotaCharge
+		for i := range 1 + rng.IntN(6) {
+			name := fmt.Sprintf("w%d-%d", n, i)
+			var c quotav1alpha1.QuotaCharge
+			if rng.IntN(2) == 0 {
+				c = quotav1alpha1.QuotaCharge{Namespace: "other", Name: name, UID: types.UID(name), ChargedAt: fakeNow,
+					Lent: []commonv1.LimitGPUs{{Limit: "gpus", Count: int64(1 + rng.IntN(3))}}}
+			} else {
+				c = Request{Namespace: "own", Name: name, UID: types.UID(name), GPUs: int64(1 + rng.IntN(3)), ResourceName: nv}.Charge(fakeNow)
+			}
+			if len(Check(q, nil, c)) > 0 {
+				continue
+			}
+			_, err := Move(q, RefOf(metaOf(name)), nil, &c, fakeNow)
+			g.Expect(err).NotTo(HaveOccurred())
+			if IsLoan(c) {
+				loans = append(loans, c)
+			}
+		}
+		if rng.IntN(2) == 0 {
+			// Room for one more workspace, exactly: a loan's end gives no place back.
+			q.Spec.Hard.Workspaces = ptr.To(q.Status.Used.Workspaces + 1)
+			Refresh(q)
+		}
+		c := Request{Namespace: "own", Name: "new", UID: "new", GPUs: int64(1 + rng.IntN(int(count)+1)), ResourceName: nv}.Charge(fakeNow)
+		back := q.DeepCopy()
+		for _, l := range loans {
+			_, err := Move(back, RefOf(metaOf(l.Name)), &l, nil, fakeNow)
+			g.Expect(err).NotTo(HaveOccurred())
+		}
+		fitsNow, fitsBack := len(Check(q, nil, c)) == 0, len(Check(back, nil, c)) == 0
+		p := PreemptFor(q, nil, nil, loans, c)
+		switch {
+		case fitsNow:
+			g.Expect(p.Victims).To(BeEmpty(), "case %d: it fits already", n)
+		case !fitsBack:
+			g.Expect(p.Victims).To(BeEmpty(), "case %d: beyond its nominal share, nothing is reclaimed", n)
+		default:
+			reclaims++
+			g.Expect(p.Victims).NotTo(BeEmpty(), "case %d: the lender gets its share back", n)
+			stopped := func(skip int) bool {
+				cp := q.DeepCopy()
+				for _, i := range p.Victims {
+					if i != skip {
+						l := loans[i]
+						_, _ = Move(cp, RefOf(metaOf(l.Name)), &l, nil, fakeNow)
+					}
+				}
+				return len(Check(cp, nil, c)) == 0
+			}
+			g.Expect(stopped(-1)).To(BeTrue(), "case %d: the victims' stop makes it fit", n)
+			for _, v := range p.Victims {
+				g.Expect(stopped(v)).To(BeFalse(), "case %d: victim %d is needed", n, v)
+			}
+		}
+
+		// The same plan in any order of the cohort.
+		cohort := []*quotav1alpha1.TenantQuota{q}
+		for j := range 3 {
+			o := tenantQuota(quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "gpus", ResourceName: nv, Count: int64(rng.IntN(5))}}})
+			o.Name, o.Spec.Cohort = fmt.Sprintf("o%d", j), "lab"
+			EnsureTotals(o)
+			cohort = append(cohort, o)
+		}
+		own := []*quotav1alpha1.TenantQuota{cohort[1]}
+		want := Borrow(own, cohort, nil, c)
+		for range 3 {
+			shuffled := slices.Clone(cohort)
+			rng.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			g.Expect(Borrow(own, shuffled, nil, c)).To(Equal(want), "case %d: the plan depends on no order", n)
+		}
+	}
+	t.Logf("%d of 2,000 lenders reclaimed", reclaims)
+	g.Expect(reclaims).To(BeNumerically(">", 100))
 }
