@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
@@ -90,4 +91,39 @@ func (r *Reconciler) keptWants(ctx context.Context, obj *workspacesv1.WorkspaceD
 		wants = append(wants, quota.Want{Quota: rec.Quota, Charge: loan})
 	}
 	return wants, nil
+}
+
+// borrowersElsewhere lists, live and a page at a time, the workspaces that
+// hold a loan from q and that this shard does not cache (cached): with
+// --shards, a borrower may run on another shard's cluster, and a lender
+// takes its share back from borrowers on every shard. The stop's intent
+// is written onto the borrower's status, with its resourceVersion, as for
+// any preemption; the borrower's own shard stops it.
+func (r *Reconciler) borrowersElsewhere(ctx context.Context, q *quotav1alpha1.TenantQuota,
+	cached []workspacesv1.WorkspaceDeployment) ([]workspacesv1.WorkspaceDeployment, error) {
+	if r.APIReader == nil {
+		return nil, nil
+	}
+	seen := make(map[types.UID]bool, len(cached))
+	for i := range cached {
+		seen[cached[i].UID] = true
+	}
+	var out []workspacesv1.WorkspaceDeployment
+	opts := &client.ListOptions{Limit: 500}
+	for {
+		page := &workspacesv1.WorkspaceDeploymentList{}
+		if err := r.APIReader.List(ctx, page, opts); err != nil {
+			return nil, fmt.Errorf("listing the borrowers of TenantQuota %s on other shards: %w", q.Name, err)
+		}
+		for i := range page.Items {
+			w := &page.Items[i]
+			if rec := quota.RecordOf(w.Status.QuotaCharges, q); !seen[w.UID] && rec != nil && !rec.Released && len(rec.Lent) > 0 {
+				out = append(out, *w)
+			}
+		}
+		if page.Continue == "" {
+			return out, nil
+		}
+		opts.Continue = page.Continue
+	}
 }

@@ -66,11 +66,19 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 		loan   bool
 	}
 	loansHeld := false
+	items := list.Items
+	if r.Shards.Enabled() && lends(q) {
+		elsewhere, err := r.borrowersElsewhere(ctx, q, items)
+		if err != nil {
+			return stopWith(0), false, err
+		}
+		items = append(items, elsewhere...)
+	}
 	var gone []quotav1alpha1.QuotaCharge
 	var mine []string
 	var cands []candidate
-	for i := range list.Items {
-		s := r.written.Latest(&list.Items[i])
+	for i := range items {
+		s := r.written.Latest(&items[i])
 		counted := prior(q, s)
 		if len(counted) == 0 || s.UID == w.obj.UID {
 			continue
