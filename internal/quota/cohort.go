@@ -1,11 +1,15 @@
 package quota
 
 import (
+	"errors"
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	commonv1 "github.com/apiaryhq/apiary/api/common/v1"
 	quotav1alpha1 "github.com/apiaryhq/apiary/api/quota/v1alpha1"
+	"github.com/apiaryhq/apiary/internal/resources"
 )
 
 // Cohorts (docs/admission.md, "Cohorts"). A quota in a cohort may count
@@ -226,4 +230,30 @@ func usedWithout(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge)
 		used.put(amountsOf(q.Spec.Hard, prior), -1)
 	}
 	return used
+}
+
+// ErrUnbacked is returned by Sync when the checked charges of a call
+// borrow other GPUs than its checked loans lend: what a charge borrows is
+// admitted only with the loans that back it.
+var ErrUnbacked = errors.New("the charges borrow other GPUs than the loans lend")
+
+// backed checks that the checked wants' charges borrow, per GPU limit,
+// exactly what their loans lend.
+func backed(wants []Want) error {
+	borrowed, lent := map[string]int64{}, map[string]int64{}
+	for _, w := range wants {
+		if !w.Check {
+			continue
+		}
+		for _, g := range w.Charge.Borrowed {
+			borrowed[g.Limit] = resources.SatAdd(borrowed[g.Limit], counted(g.Count))
+		}
+		for _, g := range w.Charge.Lent {
+			lent[g.Limit] = resources.SatAdd(lent[g.Limit], counted(g.Count))
+		}
+	}
+	if !maps.Equal(borrowed, lent) {
+		return fmt.Errorf("borrowed %v, lent %v: %w", borrowed, lent, ErrUnbacked)
+	}
+	return nil
 }

@@ -498,3 +498,27 @@ func TestPropertyALenderGetsItsShareBack(t *testing.T) {
 	t.Logf("%d of 2,000 lenders reclaimed", reclaims)
 	g.Expect(reclaims).To(BeNumerically(">", 100))
 }
+
+// TestSyncRefusesUnbackedBorrowing: a checked charge that borrows without
+// the loans that back it (or loans that lend more) is not written to any
+// quota, whatever room the quota has.
+func TestSyncRefusesUnbackedBorrowing(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	l := replica(t)
+	createQuota(t, "unbacked-a", quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "gpus", ResourceName: nv, Count: 1}}})
+	w := newWorkspace(t, "unbacked")
+	c := gpuCharge(w, 2)
+	c.Borrowed = []commonv1.LimitGPUs{{Limit: "gpus", Count: 1}}
+	loan := quotav1alpha1.QuotaCharge{Namespace: w.Namespace, Name: w.Name, UID: w.UID, ChargedAt: c.ChargedAt,
+		Lent: []commonv1.LimitGPUs{{Limit: "gpus", Count: 2}}}
+	for _, wants := range [][]Want{
+		{{Quota: "unbacked-a", Charge: c, Check: true}},
+		{{Quota: "unbacked-a", Charge: c, Check: true}, {Quota: "unbacked-b", Charge: loan, Check: true}},
+	} {
+		_, refusal, err := l.Sync(ctx, w, nil, wants, nil)
+		g.Expect(refusal).To(BeNil())
+		g.Expect(err).To(MatchError(ErrUnbacked))
+		g.Expect(getQuota(g, "unbacked-a").Status.Inflight).To(BeEmpty(), "nothing written")
+	}
+}

@@ -121,6 +121,9 @@ func (l *Ledger) Sync(ctx context.Context, ws client.Object, records []workspace
 		return records, nil, fmt.Errorf("workspace %s/%s: %w", ref.Namespace, ref.Name, ErrContended)
 	}
 	records = live.Status.QuotaCharges
+	if err := backed(wants); err != nil {
+		return records, nil, err
+	}
 	type step struct {
 		name  string
 		to    *quotav1alpha1.QuotaCharge
