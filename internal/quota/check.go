@@ -158,10 +158,7 @@ type tally struct {
 // charges will be put in. A quota an earlier Apiary wrote is read as
 // EnsureTotals converts it.
 func newTally(q *quotav1alpha1.TenantQuota, counted ...quotav1alpha1.QuotaCharge) *tally {
-	if !q.Status.Totals {
-		q = q.DeepCopy()
-		EnsureTotals(q)
-	}
+	q = withTotals(q)
 	t := &tally{hard: q.Spec.Hard, cohort: q.Spec.Cohort, used: usedTotals(q), charges: make(map[types.UID]quotav1alpha1.QuotaCharge, len(counted))}
 	if !SameGPULimits(q.Spec.Hard.GPUs, q.Status.Hard.GPUs) {
 		t.hard.GPUs = q.Status.Hard.GPUs // recounting: the counted limits
@@ -272,4 +269,15 @@ func lendingLimit(l quotav1alpha1.GPULimit, borrowed resources.Sum) *int64 {
 		return &zero
 	}
 	return l.LendingLimit
+}
+
+// withTotals is q, or a copy of a quota an earlier Apiary wrote converted
+// as EnsureTotals converts it: what a reader of totals reads.
+func withTotals(q *quotav1alpha1.TenantQuota) *quotav1alpha1.TenantQuota {
+	if q.Status.Totals {
+		return q
+	}
+	q = q.DeepCopy()
+	EnsureTotals(q)
+	return q
 }

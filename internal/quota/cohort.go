@@ -32,52 +32,26 @@ type Plan struct {
 	Charges map[string]quotav1alpha1.QuotaCharge
 	// Loans are the loans to the workspace, by the lender's name.
 	Loans map[string]quotav1alpha1.QuotaCharge
+	// Terms are what each lender must still offer when its loan is
+	// written, by the lender's name.
+	Terms map[string]LoanTerms
 }
 
-// Wants are the plan's writes: every own quota's charge checked, and
-// every loan checked against its lender's terms.
+// Wants are the plan's writes: every own quota's charge, then every loan
+// with its lender's terms, in name order.
 func (p Plan) Wants(own []*quotav1alpha1.TenantQuota, check bool) []Want {
-	var out []Want
-	terms := map[string]LoanTerms{}
+	out := make([]Want, 0, len(own)+len(p.Loans))
 	for _, q := range own {
-		c := p.Charges[q.Name]
-		out = append(out, Want{Quota: q.Name, Charge: c, Check: check})
-		for _, b := range c.Borrowed {
-			for _, l := range q.Spec.Hard.GPUs {
-				if l.Name == b.Limit {
-					t := terms[q.Spec.Cohort]
-					t.Cohort, t.Limits = q.Spec.Cohort, append(t.Limits, l)
-					terms[q.Spec.Cohort] = t
-				}
-			}
-		}
+		out = append(out, Want{Quota: q.Name, Charge: p.Charges[q.Name], Check: check})
 	}
-	names := make([]string, 0, len(p.Loans))
-	for name := range p.Loans {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		loan := p.Loans[name]
-		w := Want{Quota: name, Charge: loan, Check: check}
-		for _, t := range terms {
-			if covers(t, loan.Lent) {
-				t := t
-				w.Loan = &t
-			}
+	for _, name := range slices.Sorted(maps.Keys(p.Loans)) {
+		w := Want{Quota: name, Charge: p.Loans[name], Check: check}
+		if t, ok := p.Terms[name]; ok {
+			w.Loan = &t
 		}
 		out = append(out, w)
 	}
 	return out
-}
-
-func covers(t LoanTerms, lent []commonv1.LimitGPUs) bool {
-	for _, g := range lent {
-		if !slices.ContainsFunc(t.Limits, func(l quotav1alpha1.GPULimit) bool { return l.Name == g.Limit }) {
-			return false
-		}
-	}
-	return true
 }
 
 // LoanTerms are what a lender must still offer when a loan is written:
@@ -125,41 +99,47 @@ func lenderLimit(q *quotav1alpha1.TenantQuota, want quotav1alpha1.GPULimit) int 
 // workspace now (Counted), by name, which the plan replaces.
 func Borrow(own, others []*quotav1alpha1.TenantQuota, counted map[string]*quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) Plan {
 	c.Borrowed, c.Lent = nil, nil
-	p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}}
+	p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}, Terms: map[string]LoanTerms{}}
 	mine := map[string]bool{}
 	for _, q := range own {
 		mine[q.Name] = true
 	}
-	var lenders []*quotav1alpha1.TenantQuota
+	var lenders []lender
 	for _, q := range others {
-		if !mine[q.Name] && q.Spec.Cohort != "" {
-			lenders = append(lenders, q)
+		if !mine[q.Name] && q.Spec.Cohort != "" && !Recounting(q) {
+			lenders = append(lenders, lender{q: q, used: usedWithout(q, counted[q.Name])})
 		}
 	}
-	slices.SortFunc(lenders, func(a, b *quotav1alpha1.TenantQuota) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(lenders, func(a, b lender) int { return strings.Compare(a.q.Name, b.q.Name) })
 	lent := map[string]map[string]int64{} // planned, by lender and limit name
 	for _, q := range own {
 		charge := c
 		if q.Spec.Cohort != "" && !Recounting(q) {
-			charge.Borrowed = borrowFor(q, counted[q.Name], c, lenders, counted, lent)
+			charge.Borrowed = borrowFor(q, counted[q.Name], c, lenders, lent, p.Terms)
 		}
 		p.Charges[q.Name] = charge
 	}
 	for name, limits := range lent {
 		loan := quotav1alpha1.QuotaCharge{Namespace: c.Namespace, Name: c.Name, UID: c.UID, ChargedAt: c.ChargedAt}
-		for limit, n := range limits {
-			loan.Lent = append(loan.Lent, commonv1.LimitGPUs{Limit: limit, Count: n})
+		for _, limit := range slices.Sorted(maps.Keys(limits)) {
+			loan.Lent = append(loan.Lent, commonv1.LimitGPUs{Limit: limit, Count: limits[limit]})
 		}
-		slices.SortFunc(loan.Lent, func(a, b commonv1.LimitGPUs) int { return strings.Compare(a.Limit, b.Limit) })
 		p.Loans[name] = loan
 	}
 	return p
 }
 
+// lender is a member of the cohort that may lend, with what it counts of
+// every workspace but the borrower.
+type lender struct {
+	q    *quotav1alpha1.TenantQuota
+	used totals
+}
+
 // borrowFor plans what c borrows against each GPU limit of q, taking it
-// from lenders and adding it to lent.
+// from lenders, adding it to lent and each lender's terms.
 func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge,
-	lenders []*quotav1alpha1.TenantQuota, counted map[string]*quotav1alpha1.QuotaCharge, lent map[string]map[string]int64) []commonv1.LimitGPUs {
+	lenders []lender, lent map[string]map[string]int64, terms map[string]LoanTerms) []commonv1.LimitGPUs {
 	hard := q.Spec.Hard
 	used := usedWithout(q, prior)
 	want := amountsOf(hard, &c)
@@ -174,20 +154,20 @@ func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c
 		}
 		takes := map[string]int64{}
 		got := int64(0)
-		for _, lender := range lenders {
+		for _, ld := range lenders {
 			if got == need {
 				break
 			}
-			if lender.Spec.Cohort != q.Spec.Cohort || Recounting(lender) {
+			if ld.q.Spec.Cohort != q.Spec.Cohort {
 				continue
 			}
-			j := lenderLimit(lender, l)
+			j := lenderLimit(ld.q, l)
 			if j < 0 {
 				continue
 			}
-			n := min(lendable(lender, j, counted[lender.Name])-lent[lender.Name][l.Name], need-got)
+			n := min(ld.lendable(j)-lent[ld.q.Name][l.Name], need-got)
 			if n > 0 {
-				takes[lender.Name] = n
+				takes[ld.q.Name] = n
 				got += n
 			}
 		}
@@ -199,21 +179,22 @@ func borrowFor(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c
 				lent[name] = map[string]int64{}
 			}
 			lent[name][l.Name] += n
+			t := terms[name]
+			t.Cohort, t.Limits = q.Spec.Cohort, append(t.Limits, l)
+			terms[name] = t
 		}
 		out = append(out, commonv1.LimitGPUs{Limit: l.Name, Count: need})
 	}
 	return out
 }
 
-// lendable is how many GPUs of its limit j a lender may lend a workspace
-// it counts prior of now: what it does not use of the count, within its
-// lendingLimit.
-func lendable(q *quotav1alpha1.TenantQuota, j int, prior *quotav1alpha1.QuotaCharge) int64 {
-	used := usedWithout(q, prior)
-	l := q.Spec.Hard.GPUs[j]
-	room := l.Count - used.nominal(j).Int64()
-	if ll := lendingLimit(l, used.borrowed[j]); ll != nil {
-		room = min(room, *ll-used.lent[j].Int64())
+// lendable is how many GPUs of its limit j a lender may lend the
+// borrower: what it does not use of the count, within its lendingLimit.
+func (ld lender) lendable(j int) int64 {
+	l := ld.q.Spec.Hard.GPUs[j]
+	room := l.Count - ld.used.nominal(j).Int64()
+	if ll := lendingLimit(l, ld.used.borrowed[j]); ll != nil {
+		room = min(room, *ll-ld.used.lent[j].Int64())
 	}
 	return max(room, 0)
 }
@@ -221,11 +202,7 @@ func lendable(q *quotav1alpha1.TenantQuota, j int, prior *quotav1alpha1.QuotaCha
 // usedWithout is what a quota, not recounting, counts against its spec's
 // limits of every workspace but the one it counts prior of.
 func usedWithout(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge) totals {
-	if !q.Status.Totals {
-		q = q.DeepCopy()
-		EnsureTotals(q)
-	}
-	used := usedTotals(q)
+	used := usedTotals(withTotals(q))
 	if prior != nil {
 		used.put(amountsOf(q.Spec.Hard, prior), -1)
 	}
@@ -256,4 +233,24 @@ func backed(wants []Want) error {
 		return fmt.Errorf("borrowed %v, lent %v: %w", borrowed, lent, ErrUnbacked)
 	}
 	return nil
+}
+
+// Lending reports whether a quota lends GPUs to its cohort now.
+func Lending(q *quotav1alpha1.TenantQuota) bool {
+	return slices.ContainsFunc(q.Status.Used.GPUs, func(g quotav1alpha1.GPUUsage) bool { return g.Lent > 0 })
+}
+
+// FitsWithoutLoans reports whether a charge would fit a quota were every
+// loan the quota made given back: a lender's claim on its nominal share.
+// prior is what the quota counts of the charge's workspace now.
+func FitsWithoutLoans(q *quotav1alpha1.TenantQuota, prior *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) bool {
+	t := newTally(q, priors(prior)...)
+	for i := range t.used.gpus {
+		t.used.gpus[i], t.used.lent[i] = t.used.gpus[i].Minus(t.used.lent[i]), resources.Sum{}
+	}
+	g := t.growth(c)
+	if Recounting(q) && len(g) > 0 {
+		return false
+	}
+	return len(exceeding(g)) == 0
 }

@@ -101,7 +101,7 @@ func cohortOp(rng *rand.Rand, cache client.Client, w *workspacesv1.WorkspaceDepl
 		// the checks at the write are what keep every limit.
 		c := gpuCharge(w, int64(1+rng.IntN(5)))
 		b := int64(rng.IntN(int(c.GPUs) + 1))
-		p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}}
+		p := Plan{Charges: map[string]quotav1alpha1.QuotaCharge{}, Loans: map[string]quotav1alpha1.QuotaCharge{}, Terms: map[string]LoanTerms{}}
 		if b > 0 {
 			c.Borrowed = []commonv1.LimitGPUs{{Limit: "gpus", Count: b}}
 			for left := b; left > 0; {
@@ -114,6 +114,7 @@ func cohortOp(rng *rand.Rand, cache client.Client, w *workspacesv1.WorkspaceDepl
 				}
 				loan.Lent[0].Count += n
 				p.Loans[lender] = loan
+				p.Terms[lender] = LoanTerms{Cohort: all[own].Spec.Cohort, Limits: all[own].Spec.Hard.GPUs}
 				left -= n
 			}
 		}
@@ -487,6 +488,7 @@ func TestPropertyALenderGetsItsShareBack(t *testing.T) {
 			g.Expect(err).NotTo(HaveOccurred())
 		}
 		fitsNow, fitsBack := len(Check(q, nil, c)) == 0, len(Check(back, nil, c)) == 0
+		g.Expect(FitsWithoutLoans(q, nil, c)).To(Equal(fitsBack), "case %d: FitsWithoutLoans", n)
 		p := PreemptFor(q, nil, nil, loans, c)
 		switch {
 		case fitsNow:

@@ -41,7 +41,7 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	}
 	pc := w.priorityClass
 	preempts := pc != nil && pc.PreemptionPolicy == workspacesv1.PreemptLowerPriority
-	if q == nil || (!preempts && !lends(q)) {
+	if q == nil || (!preempts && !quota.Lending(q)) {
 		return proceed, false, nil
 	}
 	defer r.quotaPreemptions.Lock(q.Name)()
@@ -67,7 +67,7 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 	}
 	loansHeld := false
 	items := list.Items
-	if r.Shards.Enabled() && lends(q) {
+	if r.Shards.Enabled() && quota.Lending(q) {
 		elsewhere, err := r.borrowersElsewhere(ctx, q, items)
 		if err != nil {
 			return stopWith(0), false, err
@@ -129,7 +129,7 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 		}
 		if !allow.next.IsZero() {
 			w.retry = sooner(w.retry, allow.next.Sub(now)+time.Second)
-			if loansHeld && fitsWithoutLoans(q, self, charge) {
+			if loansHeld && quota.FitsWithoutLoans(q, self, charge) {
 				// The lender's nominal share comes back once the borrowers
 				// ran their minimum time: say when.
 				res := r.quotaWait(w, workspacesv1.ReclaimingReason, fmt.Sprintf(
@@ -155,27 +155,6 @@ func (r *Reconciler) preemptForQuota(ctx context.Context, w *workspaceRun, quota
 		return stopWith(0), false, err
 	}
 	return r.quotaWait(w, workspacesv1.PreemptingReason, preemptingMessage(room, keys)), true, nil
-}
-
-// lends reports whether a quota lends GPUs to its cohort now.
-func lends(q *quotav1alpha1.TenantQuota) bool {
-	for _, g := range q.Status.Used.GPUs {
-		if g.Lent > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// fitsWithoutLoans reports whether a charge would fit a quota were every
-// loan it made given back: a lender's claim on its nominal share.
-func fitsWithoutLoans(q *quotav1alpha1.TenantQuota, self *quotav1alpha1.QuotaCharge, c quotav1alpha1.QuotaCharge) bool {
-	back := q.DeepCopy()
-	for i := range back.Status.Used.GPUs {
-		g := &back.Status.Used.GPUs[i]
-		g.Count, g.Lent = max(g.Count-g.Lent, 0), 0
-	}
-	return len(quota.Check(back, self, c)) == 0
 }
 
 func preemptingMessage(room string, victims []string) string {
