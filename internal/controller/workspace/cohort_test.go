@@ -39,6 +39,33 @@ func cohortQuota(t *testing.T, ns, cohort, model string, limit quotav1alpha1.GPU
 	return q
 }
 
+// cohortPair is two tenants, a and b, in one cohort on a's cluster c1 of
+// 8 GPUs of one model: their quotas and a workspace of n GPUs of that model.
+type cohortPair struct {
+	a, b, model string
+	qa, qb      *quotav1alpha1.TenantQuota
+	class       string
+}
+
+func newCohortPair(t *testing.T, prefix string, la, lb quotav1alpha1.GPULimit) *cohortPair {
+	t.Helper()
+	p := &cohortPair{a: controllertest.Env.NewNamespace(t, prefix+"-a"), b: controllertest.Env.NewNamespace(t, prefix+"-b")}
+	controllertest.ReadyCluster(t, p.a, "c1")
+	p.class = controllertest.HubClass(t, p.a, "hub", nil).Name
+	p.model = "GPU-" + p.a
+	NewWithT(t).Expect(standin.AddGPUNode(context.Background(), controllertest.ChildClient, p.a+"-gpu",
+		map[string]string{"exalsius.ai/gpu-model": p.model}, "nvidia.com/gpu", 8)).To(Succeed())
+	p.qa = cohortQuota(t, p.a, "lab-"+p.a, p.model, la)
+	p.qb = cohortQuota(t, p.b, "lab-"+p.a, p.model, lb)
+	return p
+}
+
+func (p *cohortPair) workspace(ns, name string, gpus int32) *workspacesv1.WorkspaceDeployment {
+	w := gpuWorkspace(ns, uniq(ns, name), p.class, "c1", p.model, gpus)
+	w.Spec.ClusterDeploymentRef.Namespace = p.a
+	return w
+}
+
 // TestCohortBorrowsWithinLimitsAndReclaims: tenants a (2 GPUs, borrowing
 // at most 2) and b (4 GPUs, lending at most 2) form a cohort on one
 // cluster of 8 GPUs. a's workspace of 4 runs on 2 GPUs of its own and 2
@@ -50,21 +77,10 @@ func cohortQuota(t *testing.T, ns, cohort, model string, limit quotav1alpha1.GPU
 // ends, and it queues again. a's waiting GPU then fits a's own share.
 func TestCohortBorrowsWithinLimitsAndReclaims(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	a := controllertest.Env.NewNamespace(t, "coh-a")
-	b := controllertest.Env.NewNamespace(t, "coh-b")
-	controllertest.ReadyCluster(t, a, "c1")
-	class := controllertest.HubClass(t, a, "hub", nil)
-	model := "L4-" + a
-	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, a+"-l4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
-	qa := cohortQuota(t, a, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 2, BorrowingLimit: ptr.To[int64](2)})
-	qb := cohortQuota(t, b, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 4, LendingLimit: ptr.To[int64](2)})
+	p := newCohortPair(t, "coh", quotav1alpha1.GPULimit{Count: 2, BorrowingLimit: ptr.To[int64](2)},
+		quotav1alpha1.GPULimit{Count: 4, LendingLimit: ptr.To[int64](2)})
+	a, b, qa, qb, workspace := p.a, p.b, p.qa, p.qb, p.workspace
 	guarded := preemptingClass(t, a, "guarded", 0, workspacesv1.PreemptNever, 6*time.Second)
-	workspace := func(ns, name string, gpus int64) *workspacesv1.WorkspaceDeployment {
-		w := gpuWorkspace(ns, uniq(ns, name), class.Name, "c1", model, int32(gpus))
-		w.Spec.ClusterDeploymentRef.Namespace = a
-		return w
-	}
 
 	borrower := workspace(a, "big", 4)
 	borrower.Spec.PriorityClassName = guarded
@@ -128,20 +144,8 @@ func TestCohortBorrowsWithinLimitsAndReclaims(t *testing.T) {
 // out of the cohort, lends nothing again.
 func TestCohortChangesNeverEvict(t *testing.T) {
 	g := NewWithT(t)
-	ctx := context.Background()
-	a := controllertest.Env.NewNamespace(t, "cohchg-a")
-	b := controllertest.Env.NewNamespace(t, "cohchg-b")
-	controllertest.ReadyCluster(t, a, "c1")
-	class := controllertest.HubClass(t, a, "hub", nil)
-	model := "T4-" + a
-	g.Expect(standin.AddGPUNode(ctx, controllertest.ChildClient, a+"-t4", map[string]string{"exalsius.ai/gpu-model": model}, "nvidia.com/gpu", 8)).To(Succeed())
-	qa := cohortQuota(t, a, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 2})
-	qb := cohortQuota(t, b, "lab-"+a, model, quotav1alpha1.GPULimit{Count: 4})
-	workspace := func(ns, name string, gpus int32) *workspacesv1.WorkspaceDeployment {
-		w := gpuWorkspace(ns, uniq(ns, name), class.Name, "c1", model, gpus)
-		w.Spec.ClusterDeploymentRef.Namespace = a
-		return w
-	}
+	p := newCohortPair(t, "cohchg", quotav1alpha1.GPULimit{Count: 2}, quotav1alpha1.GPULimit{Count: 4})
+	a, qa, qb, workspace := p.a, p.qa, p.qb, p.workspace
 	keyBig := controllertest.CreateWorkspace(t, workspace(a, "big", 4))
 	controllertest.EventuallyRunning(t, keyBig)
 	g.Eventually(func(g Gomega) {
