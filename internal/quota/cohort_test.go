@@ -557,3 +557,33 @@ func TestSyncRefusesUnbackedBorrowing(t *testing.T) {
 		g.Expect(getQuota(g, "unbacked-a").Status.Inflight).To(BeEmpty(), "nothing written")
 	}
 }
+
+// TestAPlanGivesEachLenderItsOwnCohortsTerms: a namespace two quotas
+// select, each in its own cohort, borrows in both; each loan carries the
+// terms of its lender's cohort, whatever the order of the maps, so that
+// Lends accepts every loan of the plan.
+func TestAPlanGivesEachLenderItsOwnCohortsTerms(t *testing.T) {
+	g := NewWithT(t)
+	quotaIn := func(name, cohort string, count int64) *quotav1alpha1.TenantQuota {
+		q := tenantQuota(quotav1alpha1.QuotaLimits{GPUs: []quotav1alpha1.GPULimit{{Name: "gpus", ResourceName: nv, Count: count}}})
+		q.Name, q.Spec.Cohort = name, cohort
+		EnsureTotals(q)
+		return q
+	}
+	own := []*quotav1alpha1.TenantQuota{quotaIn("own-x", "x", 1), quotaIn("own-y", "y", 1)}
+	all := append([]*quotav1alpha1.TenantQuota{quotaIn("lend-x", "x", 4), quotaIn("lend-y", "y", 4)}, own...)
+	c := Request{Namespace: "t", Name: "w", UID: "w", GPUs: 3, ResourceName: nv}.Charge(fakeNow)
+	for range 20 {
+		wants := Borrow(own, all, nil, c).Wants(own, true)
+		g.Expect(wants).To(HaveLen(4))
+		for _, w := range wants[2:] {
+			g.Expect(w.Loan).NotTo(BeNil())
+			lender := all[0]
+			if w.Quota == "lend-y" {
+				lender = all[1]
+			}
+			g.Expect(Lends(lender, *w.Loan)).To(BeTrue(), "%s lends on its own cohort's terms", w.Quota)
+		}
+		g.Expect(backed(wants)).To(Succeed())
+	}
+}
