@@ -8,11 +8,13 @@
 package yamlbound
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+	"k8s.io/utils/lru"
 	"sigs.k8s.io/yaml"
 )
 
@@ -38,12 +40,10 @@ func ExpandedSize(data []byte, limit int64) (int64, error) {
 // Measure is ExpandedSize, and the number of values (scalars, lists and
 // maps) the document expands to, every alias copied.
 func Measure(data []byte, limit int64) (size, values int64, err error) {
-	var doc yamlv3.Node
-	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+	c, ok := measured(data)
+	if !ok {
 		return 0, 0, ErrInvalid
 	}
-	s := sizer{memo: map[*yamlv3.Node]count{}}
-	c := s.size(&doc)
 	if c.bytes > limit {
 		return c.bytes, c.values, fmt.Errorf("%w: it expands to more than %d bytes", ErrTooLarge, limit)
 	}
@@ -66,6 +66,47 @@ func Unmarshal(data []byte, out any, limit int64) error {
 		return ErrInvalid
 	}
 	return nil
+}
+
+// measuredTexts remembers what recent texts expand to, by their SHA-256:
+// a reconcile measures the same values text several times (rendering,
+// delivery, the admission check) and every reconcile of an unchanged
+// workspace measures it again, each time a parse into yaml.v3 nodes.
+// Texts shorter than minMemoBytes are parsed again instead.
+var measuredTexts = lru.New(4096)
+
+const minMemoBytes = 256
+
+// measured is what data's first document expands to; false when data is
+// not YAML.
+func measured(data []byte) (count, bool) {
+	var key [sha256.Size]byte
+	memo := len(data) >= minMemoBytes
+	if memo {
+		key = sha256.Sum256(data)
+		if v, ok := measuredTexts.Get(key); ok {
+			c := v.(count)
+			return c, c.bytes >= 0
+		}
+	}
+	c, ok := measure(data)
+	if memo {
+		if !ok {
+			c = count{-1, -1}
+		}
+		measuredTexts.Add(key, c)
+	}
+	return c, ok
+}
+
+// measure parses data into yaml.v3 nodes and counts what they expand to.
+func measure(data []byte) (count, bool) {
+	var doc yamlv3.Node
+	if err := yamlv3.Unmarshal(data, &doc); err != nil {
+		return count{}, false
+	}
+	s := sizer{memo: map[*yamlv3.Node]count{}}
+	return s.size(&doc), true
 }
 
 // sizer counts expanded sizes, each node once: an alias costs what its

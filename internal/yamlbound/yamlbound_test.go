@@ -31,6 +31,7 @@ func TestBombIsRefusedBeforeItExpands(t *testing.T) {
 	g.Expect(errors.Is(err, ErrTooLarge)).To(BeTrue(), "%v", err)
 	g.Expect(size).To(BeNumerically(">", int64(6000)*387420489))
 	var out map[string]any
+	measuredTexts.Clear() // what the measurement costs, not the memo
 	alloc := allocated(func() { err = Unmarshal([]byte(doc), &out, 4<<20) })
 	g.Expect(errors.Is(err, ErrTooLarge)).To(BeTrue(), "%v", err)
 	g.Expect(err.Error()).NotTo(ContainSubstring("xxx"), "never quotes the document")
@@ -76,6 +77,17 @@ func FuzzUnmarshal(f *testing.F) {
 		alloc := allocated(func() { err = Unmarshal([]byte(doc), &out, limit) })
 		if ceiling := 512*uint64(len(doc)+int(limit)) + 1<<20; alloc > ceiling {
 			t.Fatalf("decoding %d bytes with a limit of %d allocated %d bytes, above %d", len(doc), limit, alloc, ceiling)
+		}
+		// The memo answers what a fresh measurement does, every time.
+		fresh, valid := measure([]byte(doc))
+		for range 2 {
+			size, values, merr := Measure([]byte(doc), limit)
+			switch {
+			case !valid && !errors.Is(merr, ErrInvalid):
+				t.Fatalf("Measure of text that is no YAML: %v", merr)
+			case valid && (size != fresh.bytes || values != fresh.values):
+				t.Fatalf("Measure gave %d bytes and %d values, a fresh measurement %d and %d", size, values, fresh.bytes, fresh.values)
+			}
 		}
 		if err != nil {
 			if !errors.Is(err, ErrTooLarge) && !errors.Is(err, ErrInvalid) {
