@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,24 +32,15 @@ func NewPatcher(c client.Client, obj client.Object) *Patcher {
 // Patch writes what changed since the last patch; with observe it first
 // records the object's generation as status.observedGeneration.
 func (p *Patcher) Patch(ctx context.Context, obj client.Object, observe bool) error {
-	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
+	if p.unchanged(obj, observe) {
+		p.before = obj.DeepCopyObject().(client.Object)
+		return nil // the steady state, decided on the typed object
+	}
+	c, err := p.converted(obj, observe)
 	if err != nil {
-		return fmt.Errorf("converting the object: %w", err)
+		return err
 	}
-	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return fmt.Errorf("converting the object: %w", err)
-	}
-	if observe {
-		if err := unstructured.SetNestedField(after, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
-			return fmt.Errorf("setting observedGeneration: %w", err)
-		}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(after, obj); err != nil {
-			return fmt.Errorf("setting observedGeneration: %w", err)
-		}
-	}
-	statusChanged := !equality.Semantic.DeepEqual(before["status"], after["status"])
-	metadataChanged := !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after))
+	before, after, statusChanged, metadataChanged := c.before, c.after, c.statusChanged, c.metadataChanged
 	if !statusChanged && !metadataChanged {
 		p.before = obj.DeepCopyObject().(client.Object)
 		return nil // the steady state: no request, no patch to encode
@@ -85,6 +77,80 @@ func (p *Patcher) Patch(ctx context.Context, obj client.Object, observe bool) er
 	}
 	p.before = obj.DeepCopyObject().(client.Object)
 	return nil
+}
+
+// conversion is an object and what it was read as, both converted to
+// maps, and which of the parts a patch writes differ.
+type conversion struct {
+	before, after                  map[string]any
+	statusChanged, metadataChanged bool
+}
+
+// converted compares the object with what was read by converting both to
+// maps, as the patch sees them; with observe it first records the
+// generation in status.observedGeneration.
+func (p *Patcher) converted(obj client.Object, observe bool) (conversion, error) {
+	before, err := runtime.DefaultUnstructuredConverter.ToUnstructured(p.before)
+	if err != nil {
+		return conversion{}, fmt.Errorf("converting the object: %w", err)
+	}
+	after, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return conversion{}, fmt.Errorf("converting the object: %w", err)
+	}
+	if observe {
+		if err := unstructured.SetNestedField(after, obj.GetGeneration(), "status", "observedGeneration"); err != nil {
+			return conversion{}, fmt.Errorf("setting observedGeneration: %w", err)
+		}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(after, obj); err != nil {
+			return conversion{}, fmt.Errorf("setting observedGeneration: %w", err)
+		}
+	}
+	return conversion{before: before, after: after,
+		statusChanged:   !equality.Semantic.DeepEqual(before["status"], after["status"]),
+		metadataChanged: !equality.Semantic.DeepEqual(mutableMetadata(before), mutableMetadata(after))}, nil
+}
+
+// unchanged reports, on the typed object and without converting it, that
+// neither its status nor the metadata a reconciler changes differ from what
+// was read: most reconciles change nothing, and converting both objects to
+// maps to find out cost more than the rest of such a reconcile. With
+// observe it records the generation in status.observedGeneration first,
+// as the conversion path does. Objects without a Status struct holding an
+// int64 ObservedGeneration, and any difference (also one the conversion
+// would not see, such as a time's fraction of a second), take the
+// conversion path.
+func (p *Patcher) unchanged(obj client.Object, observe bool) bool {
+	after, before := statusOf(obj), statusOf(p.before)
+	if !after.IsValid() || !before.IsValid() {
+		return false
+	}
+	if observe {
+		gen := after.FieldByName("ObservedGeneration")
+		if !gen.IsValid() || gen.Kind() != reflect.Int64 || !gen.CanSet() {
+			return false
+		}
+		gen.SetInt(obj.GetGeneration())
+	}
+	return equality.Semantic.DeepEqual(before.Interface(), after.Interface()) &&
+		equality.Semantic.DeepEqual(p.before.GetLabels(), obj.GetLabels()) &&
+		equality.Semantic.DeepEqual(p.before.GetAnnotations(), obj.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(p.before.GetFinalizers(), obj.GetFinalizers()) &&
+		equality.Semantic.DeepEqual(p.before.GetOwnerReferences(), obj.GetOwnerReferences())
+}
+
+// statusOf is the Status field of a typed object (a pointer to a struct),
+// the zero Value when it has none.
+func statusOf(obj client.Object) reflect.Value {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	f := v.Elem().FieldByName("Status")
+	if f.Kind() != reflect.Struct {
+		return reflect.Value{}
+	}
+	return f
 }
 
 // statusWritten reports whether an object's status was written before:
