@@ -26,6 +26,22 @@ import (
 // values.ErrNotAdmitted and never quotes a value.
 func CheckAdmitted(objs []*unstructured.Unstructured, class *workspacesv1.WorkspaceClass,
 	resolved workspacesv1.WorkspaceResourceSpec) error {
+	key, memo := admittedKey(objs, class, resolved)
+	if _, hit := admittedChecks.Get(key); memo && hit {
+		return nil
+	}
+	if err := checkAdmitted(objs, class, resolved); err != nil {
+		return err
+	}
+	if memo {
+		admittedChecks.Add(key, struct{}{})
+	}
+	return nil
+}
+
+// checkAdmitted is CheckAdmitted without the memo.
+func checkAdmitted(objs []*unstructured.Unstructured, class *workspacesv1.WorkspaceClass,
+	resolved workspacesv1.WorkspaceResourceSpec) error {
 	admission, err := values.NewAdmission(resolved, plan.Placement(resolved), class.Spec.ResourceInjection)
 	if err != nil {
 		return fmt.Errorf("%w: %w", values.ErrNotAdmitted, err)
