@@ -65,7 +65,7 @@ func NewDirect(c client.Client, apiReader client.Reader, opts DirectOptions) *Di
 		d.fieldManager = DefaultFieldManager
 	}
 	d.adoption = adopt.Migration{From: opts.AdoptFrom, To: d.fieldManager}
-	d.mapper = c.RESTMapper()
+	d.mapper = remembering(c.RESTMapper())
 	return d
 }
 

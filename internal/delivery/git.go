@@ -143,6 +143,7 @@ func NewGit(opts GitOptions) (*Git, error) {
 	if opts.Mapper == nil || opts.Reader == nil {
 		return nil, errors.New("git sink needs a REST mapper and a reader")
 	}
+	opts.Mapper = remembering(opts.Mapper)
 	if opts.Window <= 0 {
 		opts.Window = DefaultCommitWindow
 	}
