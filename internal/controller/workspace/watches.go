@@ -67,7 +67,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		For(&workspacesv1.WorkspaceDeployment{}, builder.WithPredicates(r.shardPredicate(), predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicates.ReconcileRequestedPredicate{}))).
 		Watches(&workspacesv1.WorkspaceClass{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfClass))).
-		Watches(&k0rdentv1beta1.ClusterDeployment{}, handler.EnqueueRequestsFromMapFunc(r.mine(r.workspacesOfCluster))).
+		Watches(&k0rdentv1beta1.ClusterDeployment{}, r.clusterEvents()).
 		Watches(&workspacesv1.WorkspacePriorityClass{}, handler.EnqueueRequestsFromMapFunc(r.workspacesOfPriorityClass)).
 		// A release that settles (deployed or failed) is what a user waits
 		// on: it overtakes the creation work in the queue.
