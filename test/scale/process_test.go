@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/apiaryhq/apiary/test/world"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
@@ -120,16 +121,7 @@ func (m *manager) cpuSeconds() float64 { return m.CPUSeconds() }
 // (rest_client_requests_total, client-go's own count).
 func (m *manager) requests(b *testing.B) map[string]float64 {
 	b.Helper()
-	resp, err := http.Get("http://" + m.metrics + "/metrics")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer resp.Body.Close()
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(resp.Body)
-	if err != nil {
-		b.Fatal(err)
-	}
+	families := m.scrape(b)
 	out := map[string]float64{}
 	if f := families["rest_client_requests_total"]; f != nil {
 		for _, metric := range f.GetMetric() {
@@ -141,6 +133,40 @@ func (m *manager) requests(b *testing.B) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// reconciles is how many times the manager reconciled workspaces so far
+// (controller_runtime_reconcile_total of the workspacedeployment
+// controller, every result).
+func (m *manager) reconciles(b *testing.B) float64 {
+	b.Helper()
+	n := 0.0
+	if f := m.scrape(b)["controller_runtime_reconcile_total"]; f != nil {
+		for _, metric := range f.GetMetric() {
+			for _, l := range metric.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "workspacedeployment" {
+					n += metric.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// scrape reads the manager's metrics.
+func (m *manager) scrape(b *testing.B) map[string]*dto.MetricFamily {
+	b.Helper()
+	resp, err := http.Get("http://" + m.metrics + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return families
 }
 
 // heapProfile saves the manager's heap profile (after a GC) to path, and

@@ -21,6 +21,15 @@ func (rs replicas) requests(b *testing.B) map[string]float64 {
 	return out
 }
 
+// reconciles adds up the replicas' workspace reconciles.
+func (rs replicas) reconciles(b *testing.B) float64 {
+	t := 0.0
+	for _, m := range rs {
+		t += m.reconciles(b)
+	}
+	return t
+}
+
 // sum adds up a figure of every replica.
 func (rs replicas) sum(figure func(*manager) int64) int64 {
 	var t int64

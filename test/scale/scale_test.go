@@ -95,7 +95,7 @@ func benchApiary(b *testing.B, servers []*server, total, nclusters int, base *se
 	if shards > 1 {
 		ms.settle(b, 3*time.Second, time.Minute, rate)
 	}
-	before := ms.requests(b)
+	before, reconcilesBefore := ms.requests(b), ms.reconciles(b)
 	idleRSS, idleAnon := ms.sum(func(m *manager) int64 { return m.rss("VmRSS") }), ms.sum(func(m *manager) int64 { return m.rss("RssAnon") })
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	react, err := managertest.WatchReactions(watchCtx, clusters.Management.Config, ns)
@@ -109,7 +109,7 @@ func benchApiary(b *testing.B, servers []*server, total, nclusters int, base *se
 	ms.settle(b, 3*time.Second, 5*time.Minute, rate)
 	stopWatching()
 	run.end(b, "apiary", total)
-	after := ms.requests(b)
+	after, reconciles := ms.requests(b), ms.reconciles(b)-reconcilesBefore
 	// The shards' Lease renewals, at the rate measured while idle, are
 	// not the workspaces' requests.
 	leases := rate * time.Since(run.start).Seconds()
@@ -143,6 +143,7 @@ func benchApiary(b *testing.B, servers []*server, total, nclusters int, base *se
 	run.against(b, base)
 	b.ReportMetric((after[mgmtHost]-before[mgmtHost]-leases)/float64(total), "mgmt-requests/workspace")
 	b.ReportMetric((after[childHost]-before[childHost])/float64(total), "child-requests/workspace")
+	b.ReportMetric(reconciles/float64(total), "reconciles/workspace")
 	b.ReportMetric(p50.Seconds(), "s-reaction-p50")
 	b.ReportMetric(slowest.Seconds(), "s-reaction-max")
 	b.ReportMetric(float64(reacted), "reactions-timed")
