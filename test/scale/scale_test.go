@@ -36,7 +36,8 @@ func envInt(name string, def int) int {
 // APIARY_SCALE_WORKSPACES workspaces (1,000) spread over the clusters, and
 // reports the time until every ServiceSet exists and every workspace is
 // Running, the manager's requests per workspace to the management and the
-// child cluster, the Deployed-to-Running reaction, the manager's peak RSS
+// child cluster, its workspace reconciles per workspace, the
+// Deployed-to-Running reaction, the manager's peak RSS
 // and its RSS at steady state, where it also saves a heap profile
 // (APIARY_SCALE_PROFILE, else a file under the system's temp folder, whose
 // path is printed). Releases install instantly (the stand-in reports them
