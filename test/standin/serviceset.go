@@ -129,20 +129,9 @@ func (s *ServiceSets) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("standin-serviceset").
 		For(&k0rdentv1beta1.ServiceSet{}).
-		Watches(&k0rdentv1beta1.ServiceTemplate{}, s.enqueue("ServiceTemplate", func(ss *k0rdentv1beta1.ServiceSet, o client.Object) bool {
-			for i := range ss.Spec.Services {
-				if ss.Spec.Services[i].Template == o.GetName() {
-					return true
-				}
-			}
-			return false
-		})).
-		Watches(&corev1.Secret{}, s.enqueue("Secret", func(ss *k0rdentv1beta1.ServiceSet, o client.Object) bool {
-			return KubeconfigSecretName(ss.Spec.Cluster) == o.GetName() || usesValuesFrom(ss, "Secret", o.GetName())
-		})).
-		Watches(&corev1.ConfigMap{}, s.enqueue("ConfigMap", func(ss *k0rdentv1beta1.ServiceSet, o client.Object) bool {
-			return usesValuesFrom(ss, "ConfigMap", o.GetName())
-		})).
+		Watches(&k0rdentv1beta1.ServiceTemplate{}, s.enqueue("ServiceTemplate")).
+		Watches(&corev1.Secret{}, s.enqueue("Secret")).
+		Watches(&corev1.ConfigMap{}, s.enqueue("ConfigMap")).
 		WithOptions(controller.Options{SkipNameValidation: ptr.To(true), MaxConcurrentReconciles: max(s.Workers, 1)}).
 		Complete(s)
 	if err != nil {
@@ -151,9 +140,29 @@ func (s *ServiceSets) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
+// usesBy tells, per kind of watched object, whether a ServiceSet uses the
+// object of that name: its template, its kubeconfig Secret, its valuesFrom.
+var usesBy = map[string]func(ss *k0rdentv1beta1.ServiceSet, name string) bool{
+	"ServiceTemplate": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
+		for i := range ss.Spec.Services {
+			if ss.Spec.Services[i].Template == name {
+				return true
+			}
+		}
+		return false
+	},
+	"Secret": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
+		return KubeconfigSecretName(ss.Spec.Cluster) == name || usesValuesFrom(ss, "Secret", name)
+	},
+	"ConfigMap": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
+		return usesValuesFrom(ss, "ConfigMap", name)
+	},
+}
+
 // enqueue maps an object of a kind to the ServiceSets of its namespace that
-// use it, listed from the cache through indexUses.
-func (s *ServiceSets) enqueue(kind string, uses func(*k0rdentv1beta1.ServiceSet, client.Object) bool) handler.EventHandler {
+// use it (usesBy), listed from the cache through indexUses.
+func (s *ServiceSets) enqueue(kind string) handler.EventHandler {
+	uses := usesBy[kind]
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list k0rdentv1beta1.ServiceSetList
 		if err := s.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
@@ -163,7 +172,7 @@ func (s *ServiceSets) enqueue(kind string, uses func(*k0rdentv1beta1.ServiceSet,
 		}
 		var out []reconcile.Request
 		for i := range list.Items {
-			if list.Items[i].Spec.Cluster != "" && uses(&list.Items[i], o) {
+			if list.Items[i].Spec.Cluster != "" && uses(&list.Items[i], o.GetName()) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 			}
 		}
