@@ -140,29 +140,9 @@ func (s *ServiceSets) SetupWithManager(mgr ctrl.Manager) error {
 	return nil
 }
 
-// usesBy tells, per kind of watched object, whether a ServiceSet uses the
-// object of that name: its template, its kubeconfig Secret, its valuesFrom.
-var usesBy = map[string]func(ss *k0rdentv1beta1.ServiceSet, name string) bool{
-	"ServiceTemplate": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
-		for i := range ss.Spec.Services {
-			if ss.Spec.Services[i].Template == name {
-				return true
-			}
-		}
-		return false
-	},
-	"Secret": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
-		return KubeconfigSecretName(ss.Spec.Cluster) == name || usesValuesFrom(ss, "Secret", name)
-	},
-	"ConfigMap": func(ss *k0rdentv1beta1.ServiceSet, name string) bool {
-		return usesValuesFrom(ss, "ConfigMap", name)
-	},
-}
-
 // enqueue maps an object of a kind to the ServiceSets of its namespace that
-// use it (usesBy), listed from the cache through indexUses.
+// use it: those whose indexUses values hold it.
 func (s *ServiceSets) enqueue(kind string) handler.EventHandler {
-	uses := usesBy[kind]
 	return handler.EnqueueRequestsFromMapFunc(func(ctx context.Context, o client.Object) []reconcile.Request {
 		var list k0rdentv1beta1.ServiceSetList
 		if err := s.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()),
@@ -170,11 +150,9 @@ func (s *ServiceSets) enqueue(kind string) handler.EventHandler {
 			ctrl.LoggerFrom(ctx).Error(err, "listing ServiceSets", "namespace", o.GetNamespace())
 			return nil
 		}
-		var out []reconcile.Request
+		out := make([]reconcile.Request, 0, len(list.Items))
 		for i := range list.Items {
-			if list.Items[i].Spec.Cluster != "" && uses(&list.Items[i], o.GetName()) {
-				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-			}
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 		}
 		return out
 	})
@@ -190,8 +168,10 @@ const (
 // useKey is the indexUses value of an object of a kind.
 func useKey(kind, name string) string { return kind + "/" + name }
 
-// usedObjects are the indexUses values of a ServiceSet: every object whose
-// change enqueue may map to it (a superset; enqueue's predicates decide).
+// usedObjects are the indexUses values of a ServiceSet, the objects whose
+// change reconciles it: its cluster's kubeconfig Secret, its services'
+// templates and valuesFrom Secrets and ConfigMaps; none without a cluster,
+// for which the stand-in deploys nothing.
 func usedObjects(ss *k0rdentv1beta1.ServiceSet) []string {
 	if ss.Spec.Cluster == "" {
 		return nil
@@ -200,29 +180,20 @@ func usedObjects(ss *k0rdentv1beta1.ServiceSet) []string {
 	for i := range ss.Spec.Services {
 		out = append(out, useKey("ServiceTemplate", ss.Spec.Services[i].Template))
 		for _, v := range ss.Spec.Services[i].ValuesFrom {
-			out = append(out, useKey(v.Kind, v.Name))
-		}
-	}
-	return out
-}
-
-// usesValuesFrom reports whether a ServiceSet takes values from the object.
-func usesValuesFrom(ss *k0rdentv1beta1.ServiceSet, kind, name string) bool {
-	for i := range ss.Spec.Services {
-		for _, v := range ss.Spec.Services[i].ValuesFrom {
-			if v.Kind == kind && v.Name == name {
-				return true
+			if v.Kind == "Secret" || v.Kind == "ConfigMap" {
+				out = append(out, useKey(v.Kind, v.Name))
 			}
 		}
 	}
-	return false
+	return out
 }
 
 // ServiceStates returns the status.services of every ServiceSet in the
 // ClusterDeployment's namespace whose spec.cluster names it, in the order of
 // the ServiceSets' names, as kcm collects them.
 func (s *ServiceSets) ServiceStates(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment) ([]k0rdentv1beta1.ServiceState, error) {
-	sets, err := s.serviceSetsOf(ctx, cd, true, func(ss *k0rdentv1beta1.ServiceSet) bool { return ss.Spec.Cluster == cd.Name })
+	sets, err := s.serviceSetsOf(ctx, cd, func(ss *k0rdentv1beta1.ServiceSet) bool { return ss.Spec.Cluster == cd.Name },
+		client.MatchingFields{indexCluster: cd.Name})
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +207,7 @@ func (s *ServiceSets) ServiceStates(ctx context.Context, cd *k0rdentv1beta1.Clus
 // Cleanup deletes the ServiceSets the ClusterDeployment owns (as kcm does on
 // the deletion of a ClusterDeployment) and reports whether they are gone.
 func (s *ServiceSets) Cleanup(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment) (bool, error) {
-	owned, err := s.serviceSetsOf(ctx, cd, false, func(ss *k0rdentv1beta1.ServiceSet) bool {
+	owned, err := s.serviceSetsOf(ctx, cd, func(ss *k0rdentv1beta1.ServiceSet) bool {
 		for _, ref := range ss.OwnerReferences {
 			if ref.Kind == k0rdentv1beta1.ClusterDeploymentKind && ref.Name == cd.Name &&
 				strings.HasPrefix(ref.APIVersion, k0rdentv1beta1.GroupVersion.Group+"/") {
@@ -260,16 +231,11 @@ func (s *ServiceSets) Cleanup(ctx context.Context, cd *k0rdentv1beta1.ClusterDep
 }
 
 // serviceSetsOf lists the ServiceSets of a ClusterDeployment's namespace
-// that match, sorted by name; with onCluster, only those whose spec.cluster
-// names it are read (through indexCluster).
-func (s *ServiceSets) serviceSetsOf(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment, onCluster bool,
-	match func(*k0rdentv1beta1.ServiceSet) bool) ([]k0rdentv1beta1.ServiceSet, error) {
-	opts := []client.ListOption{client.InNamespace(cd.Namespace)}
-	if onCluster {
-		opts = append(opts, client.MatchingFields{indexCluster: cd.Name})
-	}
+// that match, sorted by name; opts narrow what is read (an index).
+func (s *ServiceSets) serviceSetsOf(ctx context.Context, cd *k0rdentv1beta1.ClusterDeployment,
+	match func(*k0rdentv1beta1.ServiceSet) bool, opts ...client.ListOption) ([]k0rdentv1beta1.ServiceSet, error) {
 	var list k0rdentv1beta1.ServiceSetList
-	if err := s.Client.List(ctx, &list, opts...); err != nil {
+	if err := s.Client.List(ctx, &list, append([]client.ListOption{client.InNamespace(cd.Namespace)}, opts...)...); err != nil {
 		return nil, fmt.Errorf("listing ServiceSets in %s: %w", cd.Namespace, err)
 	}
 	var out []k0rdentv1beta1.ServiceSet
